@@ -1,0 +1,1 @@
+//! Peer comparison workloads (see `benches/`).

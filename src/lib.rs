@@ -1,0 +1,23 @@
+//! # ludus
+//!
+//! A performance-first, data-oriented ECS with custom allocators and durable identity.
+//!
+//! * [`identity`] — generational handles `{owner u64, slot u32, generation u32}` that reject
+//!   stale and foreign values, owner-token issuance, and UUID-based durable ids kept apart from
+//!   handles.
+//! * [`memory`] — allocation domains with counters, backends and a fixed-capacity arena.
+//! * [`world`] — the entity registry, component pools, phases, commands and joins.
+//! * [`content`] — durable records at the world boundary.
+//!
+//! The library never installs a global allocator and never intercepts `malloc`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod content;
+pub mod identity;
+pub mod memory;
+mod sync;
+pub mod world;
+
+pub use identity::{Handle, HandleTag};
+pub use world::EntityId;
