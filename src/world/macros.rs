@@ -59,7 +59,7 @@ macro_rules! world {
     (
         $(#[$meta:meta])*
         $vis:vis struct $name:ident {
-            $( $fvis:vis $field:ident : $ty:ty ),+ $(,)?
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),+ $(,)?
         }
         $( groups {
             $( $group:ident ( $gfirst:ident : $gfirst_ty:ty $(, $gfield:ident : $gty:ty )* $(,)? ) ),* $(,)?
@@ -67,11 +67,11 @@ macro_rules! world {
     ) => {
         $(#[$meta])*
         $vis struct $name<
-            A: $crate::world::__private::Allocator + ::core::clone::Clone = $crate::world::__private::Global,
+            __LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone = $crate::world::__private::Global,
         > {
             /// The registry, read-only outside the world's structural methods.
-            pub registry: $crate::world::ReadOnly<$crate::world::EntityRegistry<A>>,
-            $( $fvis $field: $crate::world::ComponentPool<$ty, A>, )+
+            pub registry: $crate::world::ReadOnly<$crate::world::EntityRegistry<__LudusAlloc>>,
+            $( $(#[$fmeta])* $fvis $field: $crate::world::ComponentPool<$ty, __LudusAlloc>, )+
             $($( $group: $crate::world::OwnedGroup, )*)?
         }
 
@@ -87,7 +87,7 @@ macro_rules! world {
         }
 
         #[allow(dead_code)]
-        impl<A: $crate::world::__private::Allocator + ::core::clone::Clone> $name<A> {
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $name<__LudusAlloc> {
             /// A world of `capacity` entities allocating from `alloc`; the owner token is
             /// issued only after every array was allocated.
             ///
@@ -95,7 +95,7 @@ macro_rules! world {
             /// [`InitError`]($crate::world::InitError).
             pub fn try_new_in(
                 capacity: usize,
-                alloc: A,
+                alloc: __LudusAlloc,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 let grouped: &[$crate::world::__private::TypeId] = &[
                     $($( $crate::world::__private::TypeId::of::<$gfirst_ty>(),
@@ -112,7 +112,7 @@ macro_rules! world {
                         max: $crate::world::MAX_CAPACITY,
                     });
                 }
-                $( let mut $field = $crate::world::ComponentPool::<$ty, A>::try_unbound_in(capacity, alloc.clone())?; )+
+                $( let mut $field = $crate::world::ComponentPool::<$ty, __LudusAlloc>::try_unbound_in(capacity, alloc.clone())?; )+
                 let registry = $crate::world::EntityRegistry::try_with_capacity_in(capacity, alloc)?;
                 $( let bound = $field.bind(&registry); debug_assert!(bound); )+
                 ::core::result::Result::Ok(Self {
@@ -142,7 +142,7 @@ macro_rules! world {
 
             /// The registry.
             #[inline]
-            pub fn registry(&self) -> &$crate::world::EntityRegistry<A> {
+            pub fn registry(&self) -> &$crate::world::EntityRegistry<__LudusAlloc> {
                 &self.registry
             }
 
@@ -250,18 +250,18 @@ macro_rules! world {
 
             /// The pool of `T`.
             #[inline]
-            pub fn pool<T: $crate::world::__private::bytemuck::Pod>(&self) -> &$crate::world::ComponentPool<T, A>
+            pub fn pool<T: $crate::world::__private::bytemuck::Pod>(&self) -> &$crate::world::ComponentPool<T, __LudusAlloc>
             where
-                Self: $crate::world::Stores<T, Alloc = A>,
+                Self: $crate::world::Stores<T, Alloc = __LudusAlloc>,
             {
                 <Self as $crate::world::Stores<T>>::pool(self)
             }
 
             /// The pool of `T`, mutably (values only).
             #[inline]
-            pub fn pool_mut<T: $crate::world::__private::bytemuck::Pod>(&mut self) -> &mut $crate::world::ComponentPool<T, A>
+            pub fn pool_mut<T: $crate::world::__private::bytemuck::Pod>(&mut self) -> &mut $crate::world::ComponentPool<T, __LudusAlloc>
             where
-                Self: $crate::world::Stores<T, Alloc = A>,
+                Self: $crate::world::Stores<T, Alloc = __LudusAlloc>,
             {
                 <Self as $crate::world::Stores<T>>::pool_mut(self)
             }
@@ -331,14 +331,14 @@ macro_rules! world {
         }
 
         $(
-            impl<A: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::Stores<$ty> for $name<A> {
-                type Alloc = A;
+            impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::Stores<$ty> for $name<__LudusAlloc> {
+                type Alloc = __LudusAlloc;
                 #[inline(always)]
-                fn pool(&self) -> &$crate::world::ComponentPool<$ty, A> {
+                fn pool(&self) -> &$crate::world::ComponentPool<$ty, __LudusAlloc> {
                     &self.$field
                 }
                 #[inline(always)]
-                fn pool_mut(&mut self) -> &mut $crate::world::ComponentPool<$ty, A> {
+                fn pool_mut(&mut self) -> &mut $crate::world::ComponentPool<$ty, __LudusAlloc> {
                     &mut self.$field
                 }
                 #[inline]
@@ -367,10 +367,20 @@ macro_rules! world {
             }
         )+
 
-        impl<A: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::CommitTarget for $name<A> {
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> ::core::fmt::Debug for $name<__LudusAlloc> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("registry", &*self.registry)
+                    $( .field(stringify!($field), &self.$field) )+
+                    $($( .field(stringify!($group), &self.$group) )*)?
+                    .finish()
+            }
+        }
+
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::CommitTarget for $name<__LudusAlloc> {
             const POOLS: u64 = [$( stringify!($field) ),+].len() as u64;
-            type Alloc = A;
-            fn commit_registry(&self) -> &$crate::world::EntityRegistry<A> {
+            type Alloc = __LudusAlloc;
+            fn commit_registry(&self) -> &$crate::world::EntityRegistry<__LudusAlloc> {
                 &self.registry
             }
             fn stores(&self, component: $crate::world::__private::TypeId) -> bool {
