@@ -3,6 +3,49 @@
 //! groups, tied together by the [`world!`](crate::world!) roster macro.
 //!
 //! See `docs/world.md` for the data layout, invariants and iteration order.
+//!
+//! A value borrowed from a pool cannot outlive a structural change (the borrow checker
+//! enforces the seed's "borrowed until structural mutation"):
+//!
+//! ```compile_fail
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(2).unwrap();
+//! let e = w.create().unwrap();
+//! w.insert(e, Hp(1)).unwrap();
+//! let hp = w.get::<Hp>(e).unwrap();
+//! w.destroy(e).unwrap(); // error[E0502]: `w` is also borrowed as immutable
+//! let _ = hp.0;
+//! ```
+//!
+//! Systems holding the read-only registry cannot reach a pool's structural methods:
+//!
+//! ```compile_fail
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(2).unwrap();
+//! let e = w.create().unwrap();
+//! let registry = &w.registry;
+//! w.hp.insert(registry, e, Hp(1)).unwrap(); // error: expected `&mut EntityRegistry`
+//! ```
+//!
+//! The same code with a later borrow compiles:
+//!
+//! ```
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(2).unwrap();
+//! let e = w.create().unwrap();
+//! w.insert(e, Hp(1)).unwrap();
+//! assert_eq!(w.get::<Hp>(e).unwrap().0, 1);
+//! w.destroy(e).unwrap();
+//! ```
 
 use crate::identity::{Handle, HandleTag};
 
