@@ -106,20 +106,16 @@ macro_rules! world {
                         return ::core::result::Result::Err($crate::world::InitError::GroupOverlap);
                     }
                 }
-                if capacity > $crate::world::MAX_CAPACITY {
-                    return ::core::result::Result::Err($crate::world::InitError::CapacityTooLarge {
-                        requested: capacity,
-                        max: $crate::world::MAX_CAPACITY,
-                    });
-                }
-                $( let mut $field = $crate::world::ComponentPool::<$ty, __LudusAlloc>::try_unbound_in(capacity, alloc.clone())?; )+
-                let registry = $crate::world::EntityRegistry::try_with_capacity_in(capacity, alloc)?;
-                $( let bound = $field.bind(&registry); debug_assert!(bound); )+
-                ::core::result::Result::Ok(Self {
-                    registry: $crate::world::ReadOnly::new(registry),
-                    $( $field, )+
+                let mut world = Self {
+                    registry: $crate::world::ReadOnly::new(
+                        $crate::world::EntityRegistry::try_unbound_in(capacity, alloc.clone())?,
+                    ),
+                    $( $field: $crate::world::ComponentPool::try_unbound_in(capacity, alloc.clone())?, )+
                     $($( $group: ::core::default::Default::default(), )*)?
-                })
+                };
+                $crate::world::ReadOnly::__get_mut(&mut world.registry).issue_owner()?;
+                $( let bound = world.$field.bind(&world.registry); debug_assert!(bound); )+
+                ::core::result::Result::Ok(world)
             }
 
             /// Opens the structural phase.

@@ -105,6 +105,30 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         Self::init(capacity, alloc, || tokens.issue())
     }
 
+    /// A registry with every array allocated but no owner token yet (owner 0 matches no
+    /// handle and it refuses to create); a world allocates its pools next and then calls
+    /// [`issue_owner`](Self::issue_owner), so a failed init consumes no token.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_with_capacity`], except token exhaustion.
+    #[doc(hidden)]
+    pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
+        Self::init(capacity, alloc, || Ok(0))
+    }
+
+    /// Issues the process-wide owner token to an unbound registry; returns `Ok` and changes
+    /// nothing when it already has one.
+    ///
+    /// # Errors
+    /// [`InitError::IdentityExhausted`].
+    #[doc(hidden)]
+    pub fn issue_owner(&mut self) -> Result<(), InitError> {
+        if self.owner == 0 {
+            self.owner = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        }
+        Ok(())
+    }
+
     fn init(
         capacity: usize,
         alloc: A,
@@ -319,6 +343,9 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// The first budget that is short.
     pub fn check_create_budget(&self, n: usize) -> Result<(), WorldError> {
         self.check_phase()?;
+        if self.owner == 0 && n > 0 {
+            return Err(WorldError::CapacityExhausted);
+        }
         if self.available() < n {
             return Err(WorldError::CapacityExhausted);
         }
