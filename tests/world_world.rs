@@ -271,3 +271,27 @@ fn overlapping_groups_are_an_init_error() {
     let p = Plain::try_new(2).unwrap();
     assert_eq!(p.hp.len(), 0);
 }
+
+#[test]
+fn spawn_checks_once_and_joins_groups() {
+    let mut g = Game::try_new(2).unwrap();
+    let e = g
+        .spawn((Position([1.0, 0.0]), Velocity([2.0, 0.0]), Health(3)))
+        .unwrap();
+    assert_eq!(g.registry.structural_revision(), 4);
+    assert_eq!(g.moving().0, &[e]);
+    assert_eq!(g.get::<Health>(e), Some(&Health(3)));
+    g.end_structural();
+    assert_eq!(g.spawn((Health(1),)), Err(WorldError::InvalidPhase));
+    g.begin_structural();
+    g.spawn((Health(1),)).unwrap();
+    assert_eq!(g.spawn((Health(1),)), Err(WorldError::CapacityExhausted));
+    assert_eq!(g.health.len(), 2);
+    let mut g = Game::try_new(2).unwrap();
+    set_revision(&mut g, u64::MAX - 2);
+    assert_eq!(
+        g.spawn((Position([0.0; 2]), Velocity([0.0; 2]), Health(0))),
+        Err(WorldError::RevisionExhausted)
+    );
+    assert_eq!((g.registry.len(), g.position.len()), (0, 0));
+}

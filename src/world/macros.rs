@@ -180,10 +180,33 @@ macro_rules! world {
                         entity,
                     );
                 )*)?
-                $( let _ = self.$field.remove(registry, entity)?; )+
+                let mut removed = 0u64;
+                $( removed += u64::from(self.$field.remove_validated(entity).is_some()); )+
+                registry.advance_revision(removed);
                 // Durable-binding hook: detach the entity's binding here, before the slot is
                 // released (seed 000, "Destruction and physical retirement").
-                registry.try_release(entity)
+                registry.release_validated(entity);
+                ::core::result::Result::Ok(())
+            }
+
+            /// Creates an entity holding every component of `bundle` (a tuple of distinct
+            /// component types), checking phase and budgets once.
+            ///
+            /// # Errors
+            /// As [`create`](Self::create) (also `RevisionExhausted` for the inserts); nothing
+            /// changes.
+            #[inline]
+            pub fn spawn<B: $crate::world::Bundle<Self>>(
+                &mut self,
+                bundle: B,
+            ) -> ::core::result::Result<$crate::EntityId, $crate::world::WorldError> {
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.check_create_budget(1)?;
+                registry.check_revisions(1 + B::LEN)?;
+                let entity = registry.create_unbudgeted();
+                registry.advance_revision(B::LEN);
+                bundle.insert_validated(self, entity);
+                ::core::result::Result::Ok(entity)
             }
 
             /// Gives `entity` a component value (replacing a previous one).
@@ -351,6 +374,13 @@ macro_rules! world {
                     ::core::result::Result::Ok(previous)
                 }
                 #[inline]
+                #[inline]
+                fn insert_validated(&mut self, entity: $crate::EntityId, value: $ty) {
+                    let (_, joined) = self.$field.insert_validated(entity, value);
+                    if joined {
+                        self.__pack::<$ty>(entity);
+                    }
+                }
                 fn remove_component(
                     &mut self,
                     entity: $crate::EntityId,

@@ -144,7 +144,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         for _ in 0..capacity {
             meta.push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
         }
-        let sequence = fixed::filled(capacity, 0u64, alloc.clone())?;
+        let sequence = fixed::zeroed(capacity, alloc.clone())?;
         let free = fixed::reserve(capacity, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
@@ -330,11 +330,17 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
     }
 
-    /// Advances the structural revision; callers checked the budget first.
+    /// Advances the structural revision by `n` after the caller checked the budget with
+    /// [`check_revisions`](Self::check_revisions) (saturates rather than wrapping).
+    #[doc(hidden)]
     #[inline]
-    pub(crate) fn bump_revision(&mut self) {
-        debug_assert!(self.revision < u64::MAX);
-        self.revision += 1;
+    pub fn advance_revision(&mut self, n: u64) {
+        debug_assert!(
+            u64::MAX - self.revision >= n,
+            "revision {} + {n}",
+            self.revision
+        );
+        self.revision = self.revision.saturating_add(n);
     }
 
     /// Checks that `n` entities can be created now (phase, capacity, sequence, revision).
@@ -381,8 +387,9 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     }
 
     /// Creates one entity; the caller checked [`check_create_budget`](Self::check_create_budget).
+    #[doc(hidden)]
     #[inline]
-    pub(crate) fn create_unbudgeted(&mut self) -> EntityId {
+    pub fn create_unbudgeted(&mut self) -> EntityId {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -416,12 +423,15 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.check_phase()?;
         self.check_alive(entity)?;
         self.check_revisions(1)?;
-        self.release_unchecked_state(entity);
+        self.release_validated(entity);
         Ok(())
     }
 
-    /// Releases an entity the caller validated as alive, with the revision budget checked.
-    pub(crate) fn release_unchecked_state(&mut self, entity: EntityId) {
+    /// Releases an entity the caller validated as alive (phase, liveness and revision budget
+    /// checked).
+    #[doc(hidden)]
+    #[inline]
+    pub fn release_validated(&mut self, entity: EntityId) {
         let slot = entity.slot();
         let meta = &self.meta[slot as usize];
         match next_generation(entity.generation()) {
