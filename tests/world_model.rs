@@ -252,11 +252,19 @@ fn run(ops: Vec<Op>) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+fn config() -> ProptestConfig {
+    let mut config = ProptestConfig {
         cases: if cfg!(miri) { 4 } else { 256 },
         ..ProptestConfig::default()
-    })]
+    };
+    if cfg!(miri) {
+        config.failure_persistence = None; // Miri's isolation forbids the file system
+    }
+    config
+}
+
+proptest! {
+    #![proptest_config(config())]
     #[test]
     fn world_matches_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
         run(ops);
