@@ -134,7 +134,7 @@ impl CommandBuffer<Global> {
     /// A buffer for `commands` commands and `bytes` bytes of inserted values.
     ///
     /// # Errors
-    /// [`InitError`] on allocation failure or token exhaustion.
+    /// [`InitError`] on a capacity over `u32::MAX`, allocation failure or token exhaustion.
     pub fn try_with_capacity(commands: usize, bytes: usize) -> Result<Self, InitError> {
         Self::try_with_capacity_in(commands, bytes, Global)
     }
@@ -150,6 +150,13 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         bytes: usize,
         alloc: A,
     ) -> Result<Self, InitError> {
+        let max = u32::MAX as usize;
+        if commands > max || bytes > max {
+            return Err(InitError::CapacityTooLarge {
+                requested: commands.max(bytes),
+                max,
+            });
+        }
         let commands_v = fixed::reserve(commands, alloc.clone())?;
         let bytes_v = fixed::reserve(bytes, alloc.clone())?;
         let created = fixed::reserve(commands, alloc)?;

@@ -184,6 +184,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn get(&self, entity: EntityId) -> Option<&T> {
         let s = self.sparse_of(entity)?;
+        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get(s.dense())
     }
 
@@ -191,6 +192,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn get_mut(&mut self, entity: EntityId) -> Option<&mut T> {
         let s = self.sparse_of(entity)?;
+        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get_mut(s.dense())
     }
 
@@ -336,6 +338,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[doc(hidden)]
     #[inline]
     pub fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
+        if self.values.is_empty() {
+            return None; // also spares a destroy from touching this pool's sparse pages
+        }
         let i = self.dense_index(entity)?;
         Some(self.remove_at(i))
     }
