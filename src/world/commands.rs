@@ -16,8 +16,9 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
+use super::registry::process_owner_token;
 use super::{fixed, CommandError, EntityId, EntityRegistry, InitError, WorldError};
-use crate::identity::{issue_owner_token, OwnerToken};
+use crate::identity::OwnerToken;
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -160,7 +161,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let commands_v = fixed::reserve(commands, alloc.clone())?;
         let bytes_v = fixed::reserve(bytes, alloc.clone())?;
         let created = fixed::reserve(commands, alloc)?;
-        let token = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        let token = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,
             epoch: 0,

@@ -21,7 +21,7 @@ use allocator_api2::vec::Vec;
 
 use super::{fixed, EntityId, InitError, Rejection, WorldError};
 use crate::identity::{
-    issue_owner_token, next_generation, GenerationStep, OwnerToken, TokenSource, FIRST_GENERATION,
+    next_generation, GenerationStep, IdentityExhausted, OwnerToken, TokenSource, FIRST_GENERATION,
     TERMINAL_GENERATION,
 };
 use crate::sync::{AtomicU64, Ordering::Relaxed};
@@ -32,6 +32,19 @@ const FREE: u64 = 0;
 const LIVE: u64 = 1 << STATE_SHIFT;
 const PENDING: u64 = 2 << STATE_SHIFT;
 const RETIRED: u64 = 4 << STATE_SHIFT;
+
+/// A token from the process-wide source.
+#[cfg(not(loom))]
+pub(crate) fn process_owner_token() -> Result<OwnerToken, IdentityExhausted> {
+    crate::identity::issue_owner_token()
+}
+
+/// Under loom there is no process-wide source (loom atomics cannot be `static`): models build
+/// registries with [`EntityRegistry::try_with_capacity_and_tokens`].
+#[cfg(loom)]
+pub(crate) fn process_owner_token() -> Result<OwnerToken, IdentityExhausted> {
+    Err(IdentityExhausted)
+}
 
 /// Largest supported capacity: slots are `u32` and `u32::MAX` is the pools' absent marker.
 pub const MAX_CAPACITY: usize = u32::MAX as usize;
@@ -89,7 +102,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// # Errors
     /// As [`EntityRegistry::try_with_capacity`].
     pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
-        Self::init(capacity, alloc, issue_owner_token)
+        Self::init(capacity, alloc, process_owner_token)
     }
 
     /// As [`EntityRegistry::try_with_capacity_in`], taking the owner token from `tokens`
@@ -124,7 +137,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     pub fn issue_owner(&mut self) -> Result<(), InitError> {
         if self.owner == 0 {
-            self.owner = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+            self.owner = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
         }
         Ok(())
     }
@@ -132,7 +145,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     fn init(
         capacity: usize,
         alloc: A,
-        token: impl FnOnce() -> Result<OwnerToken, crate::identity::IdentityExhausted>,
+        token: impl FnOnce() -> Result<OwnerToken, IdentityExhausted>,
     ) -> Result<Self, InitError> {
         if capacity > MAX_CAPACITY {
             return Err(InitError::CapacityTooLarge {
