@@ -174,11 +174,7 @@ macro_rules! world {
                 registry.check_alive(entity)?;
                 registry.check_revisions(POOLS + 1)?;
                 $($(
-                    self.$group.unpack(
-                        &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                              $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                        entity,
-                    );
+                    $crate::__world_group_op!(self, unpack, entity, $group, $gfirst $(, $gfield)*);
                 )*)?
                 let mut removed = 0u64;
                 $( removed += u64::from(self.$field.remove_validated(entity).is_some()); )+
@@ -312,11 +308,7 @@ macro_rules! world {
                     if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
                         $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
                     {
-                        self.$group.pack(
-                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                            entity,
-                        );
+                        $crate::__world_group_op!(self, pack, entity, $group, $gfirst $(, $gfield)*);
                     }
                 )*)?
             }
@@ -328,11 +320,7 @@ macro_rules! world {
                     if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
                         $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
                     {
-                        self.$group.unpack(
-                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                            entity,
-                        );
+                        $crate::__world_group_op!(self, unpack, entity, $group, $gfirst $(, $gfield)*);
                     }
                 )*)?
             }
@@ -446,4 +434,40 @@ macro_rules! world {
             }
         }
     };
+}
+
+/// Packs or unpacks one entity in one owned group with statically dispatched pool calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __world_group_op {
+    ($world:ident, pack, $entity:ident, $group:ident, $($member:ident),+) => {{
+        let indices = [$( $world.$member.dense_index($entity) ),+];
+        if $world.$group.must_pack(&indices) {
+            let to = $world.$group.grow();
+            let mut k = 0usize;
+            $(
+                match indices[k] {
+                    ::core::option::Option::Some(i) if i != to => $world.$member.swap_dense(i, to),
+                    _ => {}
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+    }};
+    ($world:ident, unpack, $entity:ident, $group:ident, $($member:ident),+) => {{
+        let indices = [$( $world.$member.dense_index($entity) ),+];
+        if $world.$group.must_unpack(&indices) {
+            let to = $world.$group.shrink();
+            let mut k = 0usize;
+            $(
+                match indices[k] {
+                    ::core::option::Option::Some(i) if i != to => $world.$member.swap_dense(i, to),
+                    _ => {}
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+    }};
 }

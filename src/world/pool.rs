@@ -360,7 +360,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the sparse map consistent.
     /// Used by owned groups; order-only, not a membership change.
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn swap_dense(&mut self, i: usize, j: usize) {
         if i == j {
             return;
