@@ -78,6 +78,21 @@ fn simple_insert(c: &mut Criterion) {
     group.bench_function("ludus", |b| {
         b.iter(|| black_box(game(10_000).0.registry.len()))
     });
+    group.bench_function("ludus_batch", |b| {
+        b.iter(|| {
+            let mut g = Game::try_new(10_000).unwrap();
+            g.spawn_batch((0..10_000).map(|i| {
+                (
+                    IDENTITY,
+                    Position([i as f32; 3]),
+                    Rotation([0.0; 3]),
+                    Velocity([1.0; 3]),
+                )
+            }))
+            .unwrap();
+            black_box(g.registry.len())
+        })
+    });
     group.bench_function("ludus_inserts", |b| {
         b.iter(|| black_box(game_by_inserts(10_000).registry.len()))
     });

@@ -30,7 +30,10 @@ fn parallel_chunks_match_sequential() {
         }
     }
     let expected: Vec<f32> = g.position.values().iter().map(|p| p.0 * 3.0).collect();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     pool.install(|| {
         g.position
             .par_chunks_mut(64)

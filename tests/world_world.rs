@@ -295,3 +295,18 @@ fn spawn_checks_once_and_joins_groups() {
     );
     assert_eq!((g.registry.len(), g.position.len()), (0, 0));
 }
+
+#[test]
+fn spawn_batch_is_all_or_nothing() {
+    let mut g = Game::try_new(4).unwrap();
+    let too_many = (0..5).map(|i| (Health(i), Position([i as f32, 0.0])));
+    assert_eq!(g.spawn_batch(too_many), Err(WorldError::CapacityExhausted));
+    assert_eq!((g.registry.len(), g.health.len()), (0, 0));
+    let n = g
+        .spawn_batch((0..3).map(|i| (Position([i as f32, 0.0]), Velocity([1.0, 0.0]))))
+        .unwrap();
+    assert_eq!(n, 3);
+    assert_eq!(g.moving().0.len(), 3);
+    assert_eq!(g.registry.structural_revision(), 9);
+    assert!(g.check_groups());
+}

@@ -205,6 +205,41 @@ macro_rules! world {
                 ::core::result::Result::Ok(entity)
             }
 
+            /// Spawns one entity per bundle of `bundles`, all or nothing: phase, capacity,
+            /// sequence and revision budgets are checked once for the iterator's exact length.
+            /// Returns the number spawned (their handles are the last entries of each pool's
+            /// `owners()`).
+            ///
+            /// # Errors
+            /// As [`spawn`](Self::spawn), for the whole batch; nothing changes.
+            pub fn spawn_batch<B, I>(
+                &mut self,
+                bundles: I,
+            ) -> ::core::result::Result<usize, $crate::world::WorldError>
+            where
+                B: $crate::world::Bundle<Self>,
+                I: ::core::iter::IntoIterator<Item = B>,
+                I::IntoIter: ::core::iter::ExactSizeIterator,
+            {
+                let bundles = bundles.into_iter();
+                let n = bundles.len();
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.check_create_budget(n)?;
+                let revisions = (n as u64)
+                    .checked_mul(1 + B::LEN)
+                    .ok_or($crate::world::WorldError::RevisionExhausted)?;
+                registry.check_revisions(revisions)?;
+                let mut spawned = 0;
+                for bundle in bundles.take(n) {
+                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                    let entity = registry.create_unbudgeted();
+                    registry.advance_revision(B::LEN);
+                    bundle.insert_validated(self, entity);
+                    spawned += 1;
+                }
+                ::core::result::Result::Ok(spawned)
+            }
+
             /// Gives `entity` a component value (replacing a previous one).
             ///
             /// # Errors
