@@ -389,9 +389,10 @@ macro_rules! world {
                     entity: $crate::EntityId,
                     value: $ty,
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
-                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                    let previous = self.$field.insert(registry, entity, value)?;
-                    if previous.is_none() {
+                    self.$field.check_change(&self.registry, entity)?;
+                    let (previous, joined) = self.$field.insert_validated(entity, value);
+                    if joined {
+                        $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(1);
                         self.__pack::<$ty>(entity);
                     }
                     ::core::result::Result::Ok(previous)
@@ -410,8 +411,10 @@ macro_rules! world {
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
                     self.$field.check_change(&self.registry, entity)?;
                     self.__unpack::<$ty>(entity);
+                    let value = self.$field.remove_validated(entity);
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                    self.$field.remove(registry, entity)
+                    registry.advance_revision(u64::from(value.is_some()));
+                    ::core::result::Result::Ok(value)
                 }
             }
         )+
