@@ -386,6 +386,16 @@ fn handle_get(c: &mut Criterion) {
             black_box(sum)
         })
     });
+    group.bench_function("ludus_sparse_path", |b| {
+        b.iter(|| {
+            let mut sum = 0.0;
+            let values = g.position.values();
+            for &e in &handles {
+                sum += g.position.dense_index(e).map_or(0.0, |i| values[i].0[0]);
+            }
+            black_box(sum)
+        })
+    });
     let raw: Vec<Position> = (0..n).map(|i| Position([i as f32; 3])).collect();
     group.bench_function("raw", |b| {
         b.iter(|| {

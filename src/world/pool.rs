@@ -180,9 +180,17 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.dense_index(entity).is_some()
     }
 
-    /// `entity`'s value; `None` for absent, stale or foreign handles.
+    /// `entity`'s value; `None` for absent, stale or foreign handles. Checks the full 16-byte
+    /// dense owner at `dense == slot` first (the layout of pools filled in creation order),
+    /// then the sparse map.
     #[inline]
     pub fn get(&self, entity: EntityId) -> Option<&T> {
+        // Identity fast path: pools filled in creation order keep `dense == slot`; comparing
+        // the full dense owner there lets the value load start without waiting for `sparse`.
+        let slot = entity.slot() as usize;
+        if self.owners.get(slot) == Some(&entity) {
+            return self.values.get(slot);
+        }
         let s = self.sparse_of(entity)?;
         debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get(s.dense())
@@ -191,6 +199,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// `entity`'s value, mutably; value mutation is allowed in every phase.
     #[inline]
     pub fn get_mut(&mut self, entity: EntityId) -> Option<&mut T> {
+        let slot = entity.slot() as usize;
+        if self.owners.get(slot) == Some(&entity) {
+            return self.values.get_mut(slot);
+        }
         let s = self.sparse_of(entity)?;
         debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get_mut(s.dense())

@@ -432,6 +432,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// # Errors
     /// [`WorldError::InvalidPhase`], [`WorldError::Rejected`] or
     /// [`WorldError::RevisionExhausted`]; nothing changes.
+    #[inline]
     pub fn try_release(&mut self, entity: EntityId) -> Result<(), WorldError> {
         self.check_phase()?;
         self.check_alive(entity)?;
