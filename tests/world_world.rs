@@ -142,6 +142,14 @@ fn join_is_driven_by_the_smallest_pool() {
         p.0[0] += v.0[0];
         h.0 += 1;
     }
+    // The exclusive column drives (velocity is the smaller pool), and a hint miss falls back
+    // to the sparse map (position was reordered by the group).
+    for (_, (v, p)) in join((&mut g.velocity, &g.position)) {
+        v.0[1] = p.0[0];
+    }
+    for (e, v) in g.velocity.iter() {
+        assert_eq!(v.0[1], g.position.get(e).unwrap().0[0]);
+    }
     for (i, e) in es.iter().enumerate() {
         let moved = i % 2 == 0;
         let want = i as f32 + if moved { 1.0 } else { 0.0 };

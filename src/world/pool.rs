@@ -57,6 +57,26 @@ const ABSENT: Sparse = Sparse {
     generation: 0,
 };
 
+/// A pool's sparse map, borrowed apart from its dense arrays (for joins).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SparseView<'p> {
+    owner: OwnerToken,
+    sparse: &'p [Sparse],
+}
+
+impl SparseView<'_> {
+    /// Dense index of `entity` in a pool of `len` entries, validated like
+    /// [`ComponentPool::dense_index`].
+    #[inline(always)]
+    pub(crate) fn dense_of(&self, entity: EntityId, len: usize) -> Option<usize> {
+        if entity.owner() != self.owner {
+            return None;
+        }
+        let s = *self.sparse.get(entity.slot() as usize)?;
+        (s.generation == entity.generation() && s.dense() < len).then(|| s.dense())
+    }
+}
+
 /// Dense storage of one component type `T` for the entities of one registry.
 ///
 /// Sized to the registry's capacity at init; insert and remove allocate nothing. Dense order is
@@ -224,6 +244,25 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn owners(&self) -> &[EntityId] {
         &self.owners
+    }
+
+    /// Owners, values and the sparse map as disjoint borrows (for joins).
+    #[inline]
+    pub(crate) fn join_parts(&mut self) -> (&[EntityId], &mut [T], SparseView<'_>) {
+        let sparse = SparseView {
+            owner: self.owner,
+            sparse: &self.sparse,
+        };
+        (&self.owners, &mut self.values, sparse)
+    }
+
+    /// Owners and the sparse map (for joins).
+    #[inline]
+    pub(crate) fn sparse_view(&self) -> SparseView<'_> {
+        SparseView {
+            owner: self.owner,
+            sparse: &self.sparse,
+        }
     }
 
     /// Owners and values, the latter mutable, as parallel slices.
