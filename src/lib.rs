@@ -21,3 +21,8 @@ pub mod world;
 
 pub use identity::{Handle, HandleTag};
 pub use world::EntityId;
+
+/// The README's examples run as doctests, so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
