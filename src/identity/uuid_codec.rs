@@ -236,9 +236,8 @@ pub fn format_uuid<'b>(uuid: &Uuid, buf: &'b mut [u8; UUID_TEXT_LEN]) -> &'b str
 /// ```
 #[inline]
 pub fn format_uuid_nul<'b>(uuid: &Uuid, buf: &'b mut [u8; UUID_TEXT_LEN + 1]) -> &'b str {
-    let (text, nul) = buf.split_at_mut(UUID_TEXT_LEN);
-    nul[0] = 0;
-    let text: &mut [u8; UUID_TEXT_LEN] = text.try_into().expect("split at UUID_TEXT_LEN");
+    let [text @ .., nul] = buf;
+    *nul = 0;
     encode_lower(uuid.as_bytes(), text);
     ascii_str(text)
 }
