@@ -10,7 +10,6 @@ use uuid::Uuid;
 
 use super::entropy::{EntropyError, EntropySource, OsEntropy};
 use super::fork_watch::{process_fork_counter, ForkCounter};
-use super::mint::mint_v4;
 
 /// Bytes fetched per refill.
 pub const BATCH_BYTES: usize = 4096;
@@ -77,7 +76,29 @@ impl<S: EntropySource> BatchedMinter<S> {
     /// minted, and the next call retries the source.
     #[inline]
     pub fn mint(&mut self) -> Result<Uuid, EntropyError> {
-        mint_v4(self)
+        let bytes = match self.take_buffered::<16>() {
+            Some(bytes) => bytes,
+            None => {
+                let mut bytes = [0u8; 16];
+                self.fill(&mut bytes)?;
+                bytes
+            }
+        };
+        Ok(uuid::Builder::from_random_bytes(bytes).into_uuid())
+    }
+
+    /// Fast path: `N` unread bytes of a buffer filled in this process (no fork since), zeroed
+    /// in the buffer as they are taken; `None` when the slow path must run.
+    #[inline(always)]
+    fn take_buffered<const N: usize>(&mut self) -> Option<[u8; N]> {
+        if self.forks?.get() != self.filled_under {
+            return None;
+        }
+        let chunk = self.buf.get_mut(self.next..)?.first_chunk_mut::<N>()?;
+        let bytes = *chunk;
+        *chunk = [0; N];
+        self.next += N;
+        Some(bytes)
     }
 
     /// Unread bytes left in the buffer (0 after a fork was detected, before the next request).
@@ -91,10 +112,11 @@ impl<S: EntropySource> BatchedMinter<S> {
         self.next = BATCH_BYTES;
     }
 
-    /// Replaces the buffer with a fresh inner fill; on failure leaves it empty and zeroed.
+    /// Replaces the buffer with a fresh inner fill (which overwrites every byte); on failure
+    /// leaves it empty and zeroed.
     #[cold]
     fn refill(&mut self) -> Result<(), EntropyError> {
-        self.discard();
+        self.next = BATCH_BYTES;
         match self.source.fill(&mut self.buf) {
             Ok(()) => {
                 self.next = 0;
@@ -241,6 +263,10 @@ mod tests {
         for len in [1usize, 15, 100, 4000, 17, BATCH_BYTES + 1] {
             let mut d = vec![0u8; len];
             m.fill(&mut d).unwrap();
+            assert!(
+                m.buf[..m.next].iter().all(|&b| b == 0),
+                "consumed bytes left behind"
+            );
             out.push(d);
         }
         let windows: Vec<&[u8]> = out.iter().flat_map(|d| d.chunks_exact(8)).collect();
