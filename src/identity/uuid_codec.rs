@@ -3,8 +3,10 @@
 //!
 //! The only accepted text is the 36-byte `8-4-4-4-12` form with hyphens at bytes 8, 13, 18, 23
 //! and case-insensitive hex digits everywhere else. Braces, URNs, the 32-digit simple form,
-//! whitespace and the nil UUID are rejected. The hot path decodes all 32 digits branch-free (the
-//! decode loop vectorizes) and only a failed parse pays for locating the offending byte.
+//! whitespace and the nil UUID are rejected. The hot path validates all 32 digits branch-free (the
+//! check vectorizes), packs digit values eight at a time in a `u64`, and only a failed parse pays
+//! for locating the offending byte. Formatting likewise spreads four bytes into eight digits per
+//! `u64` step.
 
 use uuid::Uuid;
 
