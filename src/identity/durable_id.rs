@@ -15,7 +15,7 @@ use core::str::FromStr;
 use uuid::Uuid;
 
 use super::entropy::{EntropyError, EntropySource};
-use super::mint::mint_v4;
+use super::mint::{mint_unique, mint_v4, MintError};
 use super::uuid_codec::{format_uuid, parse_uuid, UuidError, UuidPolicy, UUID_TEXT_LEN};
 
 macro_rules! durable_id {
@@ -57,6 +57,21 @@ macro_rules! durable_id {
             #[inline]
             pub fn mint<S: EntropySource + ?Sized>(source: &mut S) -> Result<Self, EntropyError> {
                 mint_v4(source).map(|uuid| Self(uuid.into_bytes()))
+            }
+
+            /// Mints an id that `is_taken` reports free, trying at most
+            /// [`MINT_ATTEMPTS`](super::MINT_ATTEMPTS) candidates (see [`mint_unique`]).
+            ///
+            /// # Errors
+            /// [`MintError::Entropy`] if the source fails, [`MintError::Conflict`] if every
+            /// candidate was taken.
+            pub fn mint_unique<S, F>(source: &mut S, mut is_taken: F) -> Result<Self, MintError>
+            where
+                S: EntropySource + ?Sized,
+                F: FnMut(&Self) -> bool,
+            {
+                mint_unique(source, |uuid| is_taken(&Self(uuid.into_bytes())))
+                    .map(|uuid| Self(uuid.into_bytes()))
             }
         }
 
@@ -274,6 +289,27 @@ mod tests {
         let before = slot;
         assert!(AssetId::mint(&mut source).map(|id| slot = id).is_err());
         assert_eq!(slot, before);
+    }
+
+    #[test]
+    fn typed_mint_unique_checks_typed_index() {
+        let mut source = SeqEntropy::new(21);
+        let taken: Vec<SourceObjectId> = (0..2)
+            .map(|_| SourceObjectId::mint(&mut source).unwrap())
+            .collect();
+        let mut replay = SeqEntropy::new(21);
+        let mut asked = 0;
+        let fresh = SourceObjectId::mint_unique(&mut replay, |c| {
+            asked += 1;
+            taken.contains(c)
+        })
+        .unwrap();
+        assert_eq!((asked, taken.contains(&fresh)), (3, false));
+        let all_taken = SourceObjectId::mint_unique(&mut replay, |_| true);
+        assert_eq!(
+            all_taken,
+            Err(MintError::Conflict(crate::identity::IdentityConflict))
+        );
     }
 
     #[cfg(feature = "serde")]
