@@ -1,14 +1,13 @@
 //! `DomainAllocator`: allocator-api2 containers and hashbrown maps are attributed to a domain
 //! and reconcile to zero when dropped.
 
-use allocator_api2::boxed::Box;
 use allocator_api2::vec::Vec;
-use ludus::memory::{AllocationDomain, Backend, DomainAllocator, FailureInjector};
+use ludus::memory::{AllocationDomain, Backend, DomainAllocator};
+
+mod memory_common;
 
 fn domain() -> &'static AllocationDomain {
-    std::boxed::Box::leak(std::boxed::Box::new(
-        AllocationDomain::with_backend("adapter", Backend::BUILD).unwrap(),
-    ))
+    memory_common::domain("adapter", Backend::BUILD)
 }
 
 #[test]
@@ -73,11 +72,7 @@ fn over_aligned_elements_and_alignment_changes_are_respected() {
 
 #[test]
 fn failing_growth_leaves_the_vec_and_counters_intact() {
-    let inj: &'static FailureInjector =
-        std::boxed::Box::leak(std::boxed::Box::new(FailureInjector::fail_nth(0)));
-    let d: &'static AllocationDomain = std::boxed::Box::leak(std::boxed::Box::new(
-        AllocationDomain::with_backend("adapter-fail", Backend::Failing(inj)).unwrap(),
-    ));
+    let (d, inj) = memory_common::failing(0);
     let mut v: Vec<u8, DomainAllocator> = Vec::new_in(d.allocator());
     v.extend_from_slice(&[1, 2, 3]);
     let before = d.usage();

@@ -217,11 +217,11 @@ fn run_scope(s: &mut ScratchScope<'_>, ops: &mut std::slice::Iter<'_, Op>, m: &m
         assert!(s.used() <= s.capacity());
     }
     for (b, f) in &mine {
-        // SAFETY: every byte of `b` was filled above.
-        assert!(
-            b.iter().all(|x| unsafe { x.assume_init() } == *f),
-            "a nested scope overwrote a live block"
-        );
+        let intact = b.iter().all(|x| {
+            // SAFETY: every byte of `b` was filled when it was allocated.
+            unsafe { x.assume_init() == *f }
+        });
+        assert!(intact, "a nested scope overwrote a live block");
     }
     drop(mine);
     m.rewind(mark, live_len);

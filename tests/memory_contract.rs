@@ -4,8 +4,7 @@
 use core::ptr::NonNull;
 
 use ludus::memory::{
-    AllocFailed, AllocationDomain, AllocationLayout, Backend, FailureInjector, LayoutError,
-    MemoryUsage, ResizeError,
+    AllocFailed, AllocationDomain, AllocationLayout, Backend, LayoutError, MemoryUsage, ResizeError,
 };
 
 /// Every general backend of this build.
@@ -17,23 +16,24 @@ fn backends() -> Vec<Backend> {
     v
 }
 
-/// A fresh standalone domain (own counters, so parallel tests do not interfere).
-fn domain(backend: Backend) -> &'static AllocationDomain {
-    Box::leak(Box::new(
-        AllocationDomain::with_backend("contract", backend).unwrap(),
-    ))
-}
+mod memory_common;
+use memory_common::failing;
 
-/// A domain over the system allocator that refuses backend request `k`.
-fn failing(k: u64) -> (&'static AllocationDomain, &'static FailureInjector) {
-    let inj: &'static FailureInjector = Box::leak(Box::new(FailureInjector::fail_nth(k)));
-    (domain(Backend::Failing(inj)), inj)
+fn domain(backend: Backend) -> &'static AllocationDomain {
+    memory_common::domain("contract", backend)
 }
 
 /// Ownership of a raw block moved to another thread.
 struct SendBlock(Option<NonNull<u8>>);
 // SAFETY: the block is plain bytes owned by exactly one thread at a time (moved, not shared).
 unsafe impl Send for SendBlock {}
+
+impl SendBlock {
+    /// Moves the whole wrapper into a closure (edition 2021 would capture only the field).
+    fn take(self) -> Option<NonNull<u8>> {
+        self.0
+    }
+}
 
 fn layout(size: usize, align: usize) -> AllocationLayout {
     AllocationLayout::new(size, align).unwrap()
@@ -182,7 +182,7 @@ fn free_with_original_domain_and_layout_charges_the_origin_exactly() {
         // The block is freed on another thread: the origin domain is still charged.
         let sent = SendBlock(p);
         std::thread::spawn(move || {
-            let SendBlock(p) = sent;
+            let p = sent.take();
             // SAFETY: `p` came from `a` with `l` and is not used elsewhere.
             unsafe { a.free(p, l) }
         })

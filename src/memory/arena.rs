@@ -5,8 +5,10 @@
 //! |<-- used (allocations + padding) -->|<----- free ----->|
 //!                                 cursor
 //! ```
-//! Invariant: `cursor <= high_water <= capacity`, and every live allocation lies inside
-//! `base[..cursor]`. Alignment is computed from the real address `base + cursor`, and padding
+//! Invariant: `cursor <= capacity`, `high_water <= capacity`, and every live allocation lies
+//! inside `base[..cursor]`. The cursor only grows between rewinds, so the stored high-water is
+//! brought up to date at each rewind and the reported one is `max(high_water, cursor)`: the bump
+//! path pays no extra store. Alignment is computed from the real address `base + cursor`, and padding
 //! counts toward `used` and `high_water`. A failed request leaves the cursor unchanged. There is
 //! no growth and no fallback heap.
 //!
@@ -126,7 +128,7 @@ impl<'buf> LinearArena<'buf> {
     /// The largest `used` ever reached (reset does not lower it).
     #[inline]
     pub fn high_water(&self) -> usize {
-        self.high_water.get()
+        self.high_water.get().max(self.cursor.get())
     }
 
     /// Frees everything at once. No allocation can be alive: `&mut self` proves it.
@@ -169,9 +171,6 @@ impl<'buf> LinearArena<'buf> {
             self.capacity
         );
         self.cursor.set(end);
-        if end > self.high_water.get() {
-            self.high_water.set(end);
-        }
         // SAFETY: `start <= capacity`, so the offset stays inside (or one past) the borrowed
         // buffer whose provenance `base` carries.
         Ok(unsafe { self.base.add(start) })
@@ -183,6 +182,7 @@ impl<'buf> LinearArena<'buf> {
     pub(crate) fn rewind(&self, to: usize) {
         let cursor = self.cursor.get();
         debug_assert!(to <= cursor, "rewind forward: {to} > {cursor}");
+        self.high_water.set(self.high_water());
         #[cfg(debug_assertions)]
         if to < cursor {
             // SAFETY: `to..cursor` lies inside the borrowed buffer, and no live reference

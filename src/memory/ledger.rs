@@ -170,7 +170,8 @@ impl<const N: usize> Ledger<N> {
             // Backward-shift deletion keeps every probe chain unbroken.
             let mut hole = i;
             let mut j = (i + 1) & (N - 1);
-            while t[j].addr != 0 {
+            // At most N - 1 followers: a full table has no empty slot to stop at.
+            while t[j].addr != 0 && j != i {
                 let home = slot_of::<N>(t[j].addr);
                 // Move `j` into the hole if its home is not in the cyclic range (hole, j].
                 if (j.wrapping_sub(home) & (N - 1)) >= (j.wrapping_sub(hole) & (N - 1)) {
