@@ -1,4 +1,214 @@
-//! The runnable tour of ludus: grows with each capability.
-fn main() {
-    println!("ludus tour");
+//! The runnable tour of ludus (the README's main job).
+//!
+//! Walks through durable ids, runtime handles, allocation domains, the scratch arena and a small
+//! world with systems and a command-buffer commit, printing what happens and how long it took.
+//! The timings are illustrations; the measured claims live in `perf-results/`.
+
+use std::time::Instant;
+
+use bytemuck::{Pod, Zeroable};
+use ludus::identity::{
+    format_uuid, AssetId, BatchedMinter, OsEntropy, SourceObjectId, UuidPolicy, UUID_TEXT_LEN,
+};
+use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
+use ludus::world::CommandBuffer;
+use ludus::EntityId;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Position {
+    x: f32,
+    y: f32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Velocity {
+    x: f32,
+    y: f32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Health(i32);
+
+ludus::world! {
+    /// The tour's world: three pools and one owned group.
+    pub struct Game {
+        /// Where each entity is.
+        pub position: Position,
+        /// How it moves per tick.
+        pub velocity: Velocity,
+        /// Hit points; below zero the damage system destroys the entity.
+        pub health: Health,
+    }
+    groups { moving(position: Position, velocity: Velocity) }
+}
+
+fn timed<R>(label: &str, f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let r = f();
+    println!("    [{label}: {:.1?}]", t.elapsed());
+    r
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("== 1. durable ids: UUIDv4 from OS entropy, canonical text, explicit policy");
+    let asset = AssetId::mint(&mut OsEntropy)?;
+    let mut buf = [0u8; UUID_TEXT_LEN];
+    println!("  minted AssetId         {asset}");
+    println!(
+        "  formatted into a stack buffer, no allocation: {}",
+        format_uuid(&asset.as_uuid(), &mut buf)
+    );
+    let mut minter = BatchedMinter::new();
+    let ids: Vec<SourceObjectId> = timed("4096 ids, batched: one getrandom call per 256", || {
+        (0..4096)
+            .map(|_| SourceObjectId::mint(&mut minter))
+            .collect::<Result<_, _>>()
+    })?;
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    println!(
+        "  {} ids, {} distinct, all v4: {}",
+        ids.len(),
+        sorted.len(),
+        ids.iter().all(|id| id.as_uuid().get_version_num() == 4)
+    );
+    for text in [
+        "5D1F0E7A-93C2-4B8E-A4F6-1E2D3C4B5A69", // upper case: accepted
+        "{5d1f0e7a-93c2-4b8e-a4f6-1e2d3c4b5a69}", // braces
+        "5d1f0e7a93c24b8ea4f61e2d3c4b5a69",     // simple form
+        "00000000-0000-0000-0000-000000000000", // nil
+        "5d1f0e7a-93c2-1b8e-a4f6-1e2d3c4b5a69", // version 1: a level file may hold it
+    ] {
+        let durable = UuidPolicy::DurableV4.parse(text).map(|u| u.to_string());
+        let level = UuidPolicy::LevelFile.parse(text).map(|_| "ok");
+        println!("  parse {text:<40} durable: {durable:?}, level file: {level:?}");
+    }
+
+    println!("\n== 2. allocation domains: every registry and pool array is accounted");
+    let domain = AllocationDomain::register("tour/world")?;
+    let alloc: DomainAllocator = domain.allocator();
+    let mut game = timed("Game::try_new_in(1024) through the domain", || {
+        Game::try_new_in(1024, alloc)
+    })?;
+    let after_init = domain.usage();
+    println!(
+        "  after init: {} live bytes in {} blocks (valid: {})",
+        after_init.live_bytes, after_init.live_blocks, after_init.valid
+    );
+
+    println!("\n== 3. handles: owner + slot + generation; stale and foreign handles are rejected");
+    let a = game.spawn((
+        Position { x: 0.0, y: 0.0 },
+        Velocity { x: 1.0, y: 0.5 },
+        Health(3),
+    ))?;
+    println!("  spawned {a:?}");
+    game.destroy(a)?;
+    let b = game.spawn((Position::default(), Velocity::default(), Health(1)))?;
+    println!("  destroyed it and spawned {b:?} (same slot, next generation)");
+    println!(
+        "  old handle alive? {}  why not: {:?}",
+        game.registry.is_alive(a),
+        game.registry.diagnose(a)
+    );
+    println!("  old handle reads a Position? {:?}", game.position.get(a));
+    let other = Game::try_new(16)?;
+    let forged = EntityId::from_raw_parts(other.registry.owner(), b.slot(), b.generation());
+    println!(
+        "  same slot+generation, other world: alive? {}  why not: {:?}",
+        game.registry.is_alive(forged),
+        game.registry.diagnose(forged)
+    );
+
+    println!("\n== 4. a world with systems, a command buffer and a commit");
+    timed(
+        "spawn 1000 movers",
+        || -> Result<(), ludus::world::WorldError> {
+            for i in 0..1000 {
+                let f = i as f32;
+                game.spawn((
+                    Position { x: f, y: 0.0 },
+                    Velocity { x: 1.0, y: 0.25 },
+                    Health(i % 7),
+                ))?;
+            }
+            Ok(())
+        },
+    )?;
+    game.end_structural();
+    let mut cmd = CommandBuffer::try_with_capacity(2048, 64 * 1024)?;
+    timed("movement system: owned-group zip, 60 ticks", || {
+        for _ in 0..60 {
+            let (_ids, pos, vel) = game.moving();
+            for (p, v) in pos.iter_mut().zip(vel.iter()) {
+                p.x += v.x;
+                p.y += v.y;
+            }
+        }
+    });
+    timed(
+        "damage system: record destroys of the dead",
+        || -> Result<(), Box<dyn std::error::Error>> {
+            let (reg, health) = (&game.registry, &mut game.health);
+            let (owners, values) = health.split_mut();
+            for (id, h) in owners.iter().zip(values.iter_mut()) {
+                h.0 -= 1;
+                if h.0 < 0 {
+                    cmd.destroy(reg, *id)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let doomed = game
+        .health
+        .owners()
+        .iter()
+        .copied()
+        .find(|e| !game.registry.is_active(*e));
+    println!(
+        "  {} destroys recorded; doomed entities are pending (not active) until commit",
+        cmd.len()
+    );
+    let refused = game.destroy(b);
+    println!("  a direct destroy outside the structural phase: {refused:?}");
+    game.begin_structural();
+    timed("commit: preflight, then apply all or nothing", || {
+        game.commit(&mut cmd)
+    })?;
+    if let Some(d) = doomed {
+        println!(
+            "  after commit {d:?}: alive? {} ({:?})",
+            game.registry.is_alive(d),
+            game.registry.diagnose(d)
+        );
+    }
+    println!("  live entities with Position: {}", game.position.len());
+
+    println!("\n== 5. scratch memory: a fixed arena over caller bytes, scopes rewind on exit");
+    let mut bytes = vec![0u8; 64 * 1024];
+    let mut arena = LinearArena::new(&mut bytes);
+    let sum = arena.scope(|frame| -> Result<f32, ludus::memory::ArenaError> {
+        let xs = frame.try_alloc_slice_copy(game.position.values())?;
+        Ok(xs.iter().map(|p| p.x).sum())
+    })?;
+    println!(
+        "  summed {} positions in scratch: {sum}; used after the scope: {} of {} (high water {})",
+        game.position.len(),
+        arena.used(),
+        arena.capacity(),
+        arena.high_water()
+    );
+
+    drop(game);
+    let end = domain.usage();
+    println!(
+        "\n== 6. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
+        end.live_bytes, end.live_blocks, end.high_water_bytes
+    );
+    Ok(())
 }
