@@ -161,11 +161,7 @@ impl<'buf> LinearArena<'buf> {
         // No overflow: `pad < align` and the layout invariant bounds `size + align - 1`.
         let need = pad + layout.size();
         if need > remaining {
-            return Err(ArenaError::Exhausted {
-                size: layout.size(),
-                align: layout.align(),
-                remaining,
-            });
+            return Err(exhausted(layout, remaining));
         }
         self.top.set(top + need);
         debug_assert!(
@@ -211,7 +207,7 @@ impl<'buf> LinearArena<'buf> {
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn try_alloc_pod<T: Pod>(&self, value: T) -> Result<&mut T, ArenaError> {
         alloc_pod(self, value)
     }
@@ -239,6 +235,17 @@ impl<'buf> LinearArena<'buf> {
     }
 }
 
+/// The refusal, kept out of line so the bump path stays small.
+#[cold]
+#[inline(never)]
+fn exhausted(layout: AllocationLayout, remaining: usize) -> ArenaError {
+    ArenaError::Exhausted {
+        size: layout.size(),
+        align: layout.align(),
+        remaining,
+    }
+}
+
 // The typed helpers, shared by the arena (lifetime of `&arena`) and scopes (lifetime `'s`).
 
 #[inline]
@@ -253,7 +260,7 @@ pub(crate) fn alloc_bytes<'a>(
     Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr().cast(), layout.size()) })
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn alloc_pod<'a, T: Pod>(
     arena: &'a LinearArena<'_>,
     value: T,
