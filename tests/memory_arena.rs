@@ -24,6 +24,22 @@ fn alignment_comes_from_the_real_address_and_padding_counts() {
 }
 
 #[test]
+fn an_arena_can_move_to_another_thread_with_its_bytes() {
+    let mut bytes = vec![0u8; 64];
+    let mut arena = LinearArena::new(&mut bytes);
+    arena.try_alloc_pod(1u32).unwrap();
+    let used = std::thread::scope(|s| {
+        s.spawn(move || {
+            arena.scope(|sc| sc.try_alloc_pod(2u64).map(|x| *x).unwrap());
+            arena.used()
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(used, 4);
+}
+
+#[test]
 fn exhaustion_leaves_the_cursor_unchanged() {
     #[repr(align(64))]
     struct Buf([u8; 32]);

@@ -86,6 +86,11 @@ pub struct LinearArena<'buf> {
     _buf: PhantomData<&'buf mut [u8]>,
 }
 
+// SAFETY: the arena is an exclusive borrow of plain bytes (`&mut [u8]` is `Send`) plus
+// single-threaded cursor cells; moving the whole owner to another thread moves every access with
+// it. It stays `!Sync`: two threads must never bump the same cursor.
+unsafe impl Send for LinearArena<'_> {}
+
 impl<'buf> LinearArena<'buf> {
     /// An arena over `bytes`; the bytes are borrowed exclusively for the arena's lifetime.
     pub fn new(bytes: &'buf mut [u8]) -> Self {
