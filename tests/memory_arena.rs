@@ -24,6 +24,22 @@ fn alignment_comes_from_the_real_address_and_padding_counts() {
 }
 
 #[test]
+fn an_arena_can_move_to_another_thread_with_its_bytes() {
+    let mut bytes = vec![0u8; 64];
+    let mut arena = LinearArena::new(&mut bytes);
+    arena.try_alloc_pod(1u32).unwrap();
+    let used = std::thread::scope(|s| {
+        s.spawn(move || {
+            arena.scope(|sc| sc.try_alloc_pod(2u64).map(|x| *x).unwrap());
+            arena.used()
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(used, 4);
+}
+
+#[test]
 fn exhaustion_leaves_the_cursor_unchanged() {
     #[repr(align(64))]
     struct Buf([u8; 32]);
@@ -227,16 +243,17 @@ fn run_scope(s: &mut ScratchScope<'_>, ops: &mut std::slice::Iter<'_, Op>, m: &m
     m.rewind(mark, live_len);
 }
 
-fn cases() -> u32 {
+/// Fewer cases under Miri, and no failure file (Miri's isolation forbids `getcwd`).
+fn config() -> ProptestConfig {
+    let mut c = ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 });
     if cfg!(miri) {
-        8
-    } else {
-        256
+        c.failure_persistence = None;
     }
+    c
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn random_sequences_match_the_model(ops in proptest::collection::vec(op(), 0..64), offset in 0usize..8, cap in 0usize..200) {

@@ -16,37 +16,58 @@ fn layout(size: usize, align: usize) -> AllocationLayout {
     AllocationLayout::new(size, align).unwrap()
 }
 
+/// Runs `f`, expecting the ledger's terminal panic; returns its message.
+fn violation(f: impl FnOnce()) -> String {
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+    err.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
 #[test]
-#[should_panic(expected = "not live")]
 fn double_free_is_detected() {
     let d = domain("v-double");
     let l = layout(32, 8);
     let p = d.try_allocate(l).unwrap();
-    // SAFETY: first free is valid; the second is the misuse under test, caught by the ledger
-    // before the backend sees it.
-    unsafe {
-        d.free(p, l);
-        d.free(p, l);
-    }
+    // SAFETY: `p` came from `d` with `l`.
+    unsafe { d.free(p, l) };
+    // SAFETY: deliberate misuse; the ledger panics before the backend sees the pointer.
+    let msg = violation(|| unsafe { d.free(p, l) });
+    assert!(msg.contains("not live"), "{msg}");
+    assert_eq!(d.usage().frees, 1, "the rejected free changed nothing");
 }
 
 #[test]
-#[should_panic(expected = "wrong layout")]
-fn wrong_layout_is_detected() {
+fn wrong_layout_is_detected_and_changes_nothing() {
     let d = domain("v-layout");
-    let p = d.try_allocate(layout(32, 8)).unwrap();
+    let l = layout(32, 8);
+    let p = d.try_allocate(l).unwrap();
     // SAFETY: deliberate misuse; the ledger panics before the backend is called.
-    unsafe { d.free(p, layout(16, 8)) };
+    let msg = violation(|| unsafe { d.free(p, layout(16, 8)) });
+    assert!(msg.contains("wrong layout"), "{msg}");
+    let mut q = p;
+    // SAFETY: deliberate misuse of the resize path, also caught first.
+    let msg = violation(|| unsafe {
+        d.try_reallocate(&mut q, layout(64, 8), 128)
+            .map(drop)
+            .unwrap()
+    });
+    assert!(msg.contains("wrong layout"), "{msg}");
+    assert_eq!(d.usage().live_bytes, 32);
+    // SAFETY: the correct free still works: the block is still recorded.
+    unsafe { d.free(p, l) };
+    assert_eq!(d.usage().live_bytes, 0);
 }
 
 #[test]
-#[should_panic(expected = "wrong domain")]
-fn wrong_domain_is_detected() {
+fn wrong_domain_is_detected_and_changes_nothing() {
     let (a, b) = (domain("v-a"), domain("v-b"));
     let l = layout(32, 8);
     let p = a.try_allocate(l).unwrap();
     // SAFETY: deliberate misuse; the ledger panics before the backend is called.
-    unsafe { b.free(p, l) };
+    let msg = violation(|| unsafe { b.free(p, l) });
+    assert!(msg.contains("wrong domain"), "{msg}");
+    assert_eq!(b.usage().frees, 0);
+    // SAFETY: `p` came from `a` with `l`.
+    unsafe { a.free(p, l) };
 }
 
 #[test]
@@ -70,11 +91,11 @@ fn valid_traffic_passes_including_resizes() {
 fn a_full_ledger_marks_itself_incomplete_and_stops_proving() {
     let ledger = Box::new(Ledger::<4>::new());
     let d = domain("v-small");
-    let blocks: Vec<_> = (0..5u8)
-        .map(|i| {
-            let b = Box::leak(Box::new([i; 16]));
-            NonNull::from(b).cast::<u8>()
-        })
+    // Addresses only: the ledger never dereferences what it records.
+    let mut backing = [[0u8; 16]; 5];
+    let blocks: Vec<NonNull<u8>> = backing
+        .iter_mut()
+        .map(|b| NonNull::from(b).cast())
         .collect();
     let l = layout(16, 1);
     for &b in &blocks[..4] {
@@ -105,8 +126,8 @@ fn ledger_deletion_keeps_probe_chains_intact() {
     let ledger = Box::new(Ledger::<64>::new());
     let d = domain("v-probe");
     let l = layout(1, 1);
-    let buf: &'static mut [u8] = Box::leak(vec![0u8; 48].into_boxed_slice());
-    let base = NonNull::from(buf).cast::<u8>();
+    let mut buf = [0u8; 48];
+    let base = NonNull::from(&mut buf).cast::<u8>();
     // SAFETY: offsets < 48 stay inside the leaked buffer.
     let ptrs: Vec<NonNull<u8>> = (0..48).map(|i| unsafe { base.add(i) }).collect();
     for &p in &ptrs {

@@ -7,32 +7,35 @@ use loom::sync::Arc;
 use loom::thread;
 use ludus::memory::{DomainCounters, MemoryUsage};
 
+/// Bounded preemptions keep the larger models to seconds; the interesting races (two
+/// read-modify-writes of the same counter, a high-water raise racing a free) need at most two.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(f);
+}
+
 #[test]
 fn concurrent_alloc_free_reconciles_at_quiescence() {
-    loom::model(|| {
+    model(|| {
         let c = Arc::new(DomainCounters::new());
-        let hs: Vec<_> = [8usize, 24]
-            .into_iter()
-            .map(|n| {
-                let c = c.clone();
-                thread::spawn(move || {
-                    c.on_allocate(n);
-                    c.on_free(n);
-                })
+        let h = {
+            let c = c.clone();
+            thread::spawn(move || {
+                c.on_allocate(8);
+                c.on_free(8);
             })
-            .collect();
-        c.on_allocate(4);
-        for h in hs {
-            h.join().unwrap();
-        }
+        };
+        c.on_allocate(24);
+        h.join().unwrap();
         let u = c.usage();
-        assert_eq!((u.live_bytes, u.live_blocks), (4, 1));
-        assert_eq!((u.allocations, u.frees), (3, 2));
-        assert_eq!((u.allocated_bytes, u.freed_bytes), (36, 32));
+        assert_eq!((u.live_bytes, u.live_blocks), (24, 1));
+        assert_eq!((u.allocations, u.frees), (2, 1));
+        assert_eq!((u.allocated_bytes, u.freed_bytes), (32, 8));
         assert!(u.valid);
-        // Some serial order reached 24 + (4 maybe): never below the largest single live value.
+        // The serial orders peak at 24 or 32: never below the larger single live value.
         assert!(
-            u.high_water_bytes >= 24 && u.high_water_bytes <= 36,
+            u.high_water_bytes == 24 || u.high_water_bytes == 32,
             "{u:?}"
         );
     });
@@ -59,29 +62,27 @@ fn high_water_is_the_true_maximum_when_nothing_is_freed() {
 
 #[test]
 fn invalid_flag_is_sticky_under_races() {
-    loom::model(|| {
+    model(|| {
+        // Every allocation wraps the allocation count; frees and reads race with it.
         let c = Arc::new(DomainCounters::with_start(MemoryUsage {
-            live_bytes: usize::MAX - 1,
+            live_bytes: 1,
             live_blocks: 1,
-            high_water_bytes: usize::MAX - 1,
-            allocations: 1,
+            high_water_bytes: 1,
+            allocations: u64::MAX,
             allocated_bytes: 1,
             valid: true,
             ..Default::default()
         }));
         let a = {
             let c = c.clone();
-            thread::spawn(move || c.on_allocate(4)) // wraps live_bytes
+            thread::spawn(move || c.on_allocate(4))
         };
-        let b = {
-            let c = c.clone();
-            thread::spawn(move || {
-                c.on_free(4);
-                c.on_allocate(1);
-            })
-        };
+        let before = c.usage().valid;
+        c.on_free(1);
+        let after = c.usage().valid;
+        // Once observed invalid, never valid again.
+        assert!(before || !after);
         a.join().unwrap();
-        b.join().unwrap();
         assert!(!c.usage().valid);
     });
 }

@@ -5,8 +5,8 @@
 //! |<-- used (allocations + padding) -->|<----- free ----->|
 //!                                 cursor
 //! ```
-//! Invariant: `cursor <= capacity`, `high_water <= capacity`, and every live allocation lies
-//! inside `base[..cursor]`. The cursor only grows between rewinds, so the stored high-water is
+//! Invariant: `cursor <= capacity` (stored as the address `top = base + cursor`),
+//! `high_water <= capacity`, and every live allocation lies inside `base[..cursor]`. The cursor only grows between rewinds, so the stored high-water is
 //! brought up to date at each rewind and the reported one is `max(high_water, cursor)`: the bump
 //! path pays no extra store. Alignment is computed from the real address `base + cursor`, and padding
 //! counts toward `used` and `high_water`. A failed request leaves the cursor unchanged. There is
@@ -75,21 +75,37 @@ pub const POISON: u8 = 0xDD;
 /// ```
 #[derive(Debug)]
 pub struct LinearArena<'buf> {
+    /// Start of the buffer; carries the provenance of every allocation.
     base: NonNull<u8>,
-    capacity: usize,
-    cursor: Cell<usize>,
+    /// Address of the first free byte: `base.addr() + used`. Invariant: `base <= top <= limit`.
+    top: Cell<usize>,
+    /// Address one past the buffer: `base.addr() + capacity`.
+    limit: usize,
+    /// Largest `used` before the last rewind (see `high_water()`).
     high_water: Cell<usize>,
     _buf: PhantomData<&'buf mut [u8]>,
 }
 
+// SAFETY: the arena is an exclusive borrow of plain bytes (`&mut [u8]` is `Send`) plus
+// single-threaded cursor cells; moving the whole owner to another thread moves every access with
+// it. It stays `!Sync`: two threads must never bump the same cursor.
+unsafe impl Send for LinearArena<'_> {}
+
 impl<'buf> LinearArena<'buf> {
     /// An arena over `bytes`; the bytes are borrowed exclusively for the arena's lifetime.
     pub fn new(bytes: &'buf mut [u8]) -> Self {
-        let capacity = bytes.len();
+        let len = bytes.len();
+        Self::over(NonNull::from(bytes).cast(), len)
+    }
+
+    /// An arena over the `len` bytes at `base` (one exclusively borrowed buffer).
+    fn over(base: NonNull<u8>, len: usize) -> Self {
+        let start = base.as_ptr().addr();
         Self {
-            base: NonNull::from(bytes).cast(),
-            capacity,
-            cursor: Cell::new(0),
+            base,
+            top: Cell::new(start),
+            // No overflow: a Rust allocation never wraps the address space.
+            limit: start + len,
             high_water: Cell::new(0),
             _buf: PhantomData,
         }
@@ -97,38 +113,32 @@ impl<'buf> LinearArena<'buf> {
 
     /// An arena over uninitialized bytes.
     pub fn from_uninit(bytes: &'buf mut [MaybeUninit<u8>]) -> Self {
-        let capacity = bytes.len();
-        Self {
-            base: NonNull::from(bytes).cast(),
-            capacity,
-            cursor: Cell::new(0),
-            high_water: Cell::new(0),
-            _buf: PhantomData,
-        }
+        let len = bytes.len();
+        Self::over(NonNull::from(bytes).cast(), len)
     }
 
     /// Bytes in use, padding included.
     #[inline]
     pub fn used(&self) -> usize {
-        self.cursor.get()
+        self.top.get() - self.base.as_ptr().addr()
     }
 
     /// Total bytes borrowed.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.limit - self.base.as_ptr().addr()
     }
 
     /// Bytes still free (before alignment padding).
     #[inline]
     pub fn remaining(&self) -> usize {
-        self.capacity - self.cursor.get()
+        self.limit - self.top.get()
     }
 
     /// The largest `used` ever reached (reset does not lower it).
     #[inline]
     pub fn high_water(&self) -> usize {
-        self.high_water.get().max(self.cursor.get())
+        self.high_water.get().max(self.used())
     }
 
     /// Frees everything at once. No allocation can be alive: `&mut self` proves it.
@@ -147,40 +157,34 @@ impl<'buf> LinearArena<'buf> {
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bump(&self, layout: AllocationLayout) -> Result<NonNull<u8>, ArenaError> {
-        let cursor = self.cursor.get();
-        // `align` is a power of two: the distance from `addr` up to its next multiple.
-        let addr = self.base.as_ptr().addr().wrapping_add(cursor);
-        let pad = addr.wrapping_neg() & (layout.align() - 1);
-        let end = cursor
-            .checked_add(pad)
-            .and_then(|start| start.checked_add(layout.size()))
-            .filter(|&end| end <= self.capacity);
-        let Some(end) = end else {
-            return Err(ArenaError::Exhausted {
-                size: layout.size(),
-                align: layout.align(),
-                remaining: self.capacity - cursor,
-            });
-        };
-        let start = cursor + pad;
+        let top = self.top.get();
+        let remaining = self.limit - top;
+        // `align` is a power of two: the distance from the real address up to its next multiple.
+        let pad = top.wrapping_neg() & (layout.align() - 1);
+        // No overflow: `pad < align` and the layout invariant bounds `size + align - 1`.
+        let need = pad + layout.size();
+        if need > remaining {
+            return Err(exhausted(layout, remaining));
+        }
+        self.top.set(top + need);
         debug_assert!(
-            start <= end && end <= self.capacity,
-            "start {start} end {end} cap {}",
-            self.capacity
+            top + need <= self.limit,
+            "top {top} need {need} limit {}",
+            self.limit
         );
-        self.cursor.set(end);
-        // SAFETY: `start <= capacity`, so the offset stays inside (or one past) the borrowed
-        // buffer whose provenance `base` carries.
-        Ok(unsafe { self.base.add(start) })
+        let p = self.base.as_ptr().with_addr(top + pad);
+        // SAFETY: `base < top + pad + 1`, so the address is nonzero; it lies inside (or one
+        // past) the borrowed buffer, whose provenance `base` carries.
+        Ok(unsafe { NonNull::new_unchecked(p) })
     }
 
     /// Rewinds the cursor to `to`, poisoning the released bytes in debug builds.
     ///
     /// Callers guarantee that no allocation in `base[to..cursor]` is alive.
     pub(crate) fn rewind(&self, to: usize) {
-        let cursor = self.cursor.get();
+        let cursor = self.used();
         debug_assert!(to <= cursor, "rewind forward: {to} > {cursor}");
         self.high_water.set(self.high_water());
         #[cfg(debug_assertions)]
@@ -189,7 +193,7 @@ impl<'buf> LinearArena<'buf> {
             // covers it (caller contract), so writing through the buffer's pointer is sound.
             unsafe { self.base.add(to).as_ptr().write_bytes(POISON, cursor - to) };
         }
-        self.cursor.set(to.min(cursor));
+        self.top.set(self.base.as_ptr().addr() + to.min(cursor));
     }
 
     /// Reserves uninitialized bytes.
@@ -208,7 +212,7 @@ impl<'buf> LinearArena<'buf> {
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn try_alloc_pod<T: Pod>(&self, value: T) -> Result<&mut T, ArenaError> {
         alloc_pod(self, value)
     }
@@ -236,6 +240,17 @@ impl<'buf> LinearArena<'buf> {
     }
 }
 
+/// The refusal, kept out of line so the bump path stays small.
+#[cold]
+#[inline(never)]
+fn exhausted(layout: AllocationLayout, remaining: usize) -> ArenaError {
+    ArenaError::Exhausted {
+        size: layout.size(),
+        align: layout.align(),
+        remaining,
+    }
+}
+
 // The typed helpers, shared by the arena (lifetime of `&arena`) and scopes (lifetime `'s`).
 
 #[inline]
@@ -250,7 +265,7 @@ pub(crate) fn alloc_bytes<'a>(
     Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr().cast(), layout.size()) })
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn alloc_pod<'a, T: Pod>(
     arena: &'a LinearArena<'_>,
     value: T,

@@ -2,9 +2,15 @@
 //!
 //! Every update is one `fetch_add`/`fetch_sub` whose previous value tells whether it wrapped;
 //! a wrap sets `invalid`, which nothing ever clears, so a figure that went out of range can never
-//! come back looking exact. Figures read while other threads allocate are samples (several
-//! fields are not one atomic snapshot); at quiescence they reconcile exactly:
-//! `live_bytes == allocated_bytes - freed_bytes` and `live_blocks == allocations - frees`.
+//! come back looking exact.
+//!
+//! Each lock-prefixed read-modify-write costs on every allocation, so only independent figures
+//! are stored: an allocation touches `live_bytes` and `allocations` (plus a plain load of
+//! `high_water`), a free `live_bytes`, `frees` and `freed_bytes`. The rest is derived when read:
+//! `live_blocks = allocations - frees` and `allocated_bytes = live_bytes + freed_bytes`.
+//! Figures read while other threads allocate are samples (several fields are not one atomic
+//! snapshot; a derived figure is clamped at zero rather than reported negative); at quiescence
+//! they are exact.
 
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
@@ -40,11 +46,9 @@ pub struct MemoryUsage {
 #[derive(Debug)]
 pub struct DomainCounters {
     live_bytes: AtomicUsize,
-    live_blocks: AtomicUsize,
     high_water: AtomicUsize,
     allocations: AtomicU64,
     frees: AtomicU64,
-    allocated_bytes: AtomicU64,
     freed_bytes: AtomicU64,
     reallocations: AtomicU64,
     failures: AtomicU64,
@@ -52,15 +56,15 @@ pub struct DomainCounters {
     invalid: AtomicBool,
 }
 
+/// Injected figures map onto the stored ones; `live_blocks` and `allocated_bytes` follow from
+/// them (`with_start` documents how).
 macro_rules! counters_from {
     ($s:expr) => {
         DomainCounters {
             live_bytes: AtomicUsize::new($s.live_bytes),
-            live_blocks: AtomicUsize::new($s.live_blocks),
             high_water: AtomicUsize::new($s.high_water_bytes),
             allocations: AtomicU64::new($s.allocations),
             frees: AtomicU64::new($s.frees),
-            allocated_bytes: AtomicU64::new($s.allocated_bytes),
             freed_bytes: AtomicU64::new($s.freed_bytes),
             reallocations: AtomicU64::new($s.reallocations),
             failures: AtomicU64::new($s.failures),
@@ -96,6 +100,9 @@ impl DomainCounters {
     }
 
     /// Counters starting from injected figures: near-limit tests without impossible sizes.
+    ///
+    /// `live_blocks` and `allocated_bytes` are derived, so they are not injected: they follow
+    /// from `allocations - frees` and `live_bytes + freed_bytes`.
     pub fn with_start(start: MemoryUsage) -> Self {
         counters_from!(start)
     }
@@ -142,16 +149,13 @@ impl DomainCounters {
     pub fn on_allocate(&self, size: usize) {
         let live = self.add_usize(&self.live_bytes, size);
         self.raise_high_water(live);
-        self.add_usize(&self.live_blocks, 1);
         self.add_u64(&self.allocations, 1);
-        self.add_u64(&self.allocated_bytes, size as u64);
     }
 
     /// Records a free of a nonzero block of `size` bytes.
     #[inline]
     pub fn on_free(&self, size: usize) {
         self.sub_usize(&self.live_bytes, size);
-        self.sub_usize(&self.live_blocks, 1);
         self.add_u64(&self.frees, 1);
         self.add_u64(&self.freed_bytes, size as u64);
     }
@@ -160,10 +164,8 @@ impl DomainCounters {
     #[inline]
     pub fn on_resize(&self, old: usize, new: usize) {
         if new >= old {
-            let grow = new - old;
-            let live = self.add_usize(&self.live_bytes, grow);
+            let live = self.add_usize(&self.live_bytes, new - old);
             self.raise_high_water(live);
-            self.add_u64(&self.allocated_bytes, grow as u64);
         } else {
             let shrink = old - new;
             self.sub_usize(&self.live_bytes, shrink);
@@ -181,14 +183,18 @@ impl DomainCounters {
     /// The current figures. `valid` is read last, so a wrap that happened before the figures
     /// were read on this thread is reported; concurrent readers get samples.
     pub fn usage(&self) -> MemoryUsage {
+        let frees = self.frees.load(Relaxed);
+        let freed_bytes = self.freed_bytes.load(Relaxed);
+        let live_bytes = self.live_bytes.load(Relaxed);
+        let allocations = self.allocations.load(Relaxed);
         let mut u = MemoryUsage {
-            live_bytes: self.live_bytes.load(Relaxed),
-            live_blocks: self.live_blocks.load(Relaxed),
+            live_bytes,
+            live_blocks: usize::try_from(allocations.saturating_sub(frees)).unwrap_or(usize::MAX),
             high_water_bytes: self.high_water.load(Relaxed),
-            allocations: self.allocations.load(Relaxed),
-            frees: self.frees.load(Relaxed),
-            allocated_bytes: self.allocated_bytes.load(Relaxed),
-            freed_bytes: self.freed_bytes.load(Relaxed),
+            allocations,
+            frees,
+            allocated_bytes: (live_bytes as u64).saturating_add(freed_bytes),
+            freed_bytes,
             reallocations: self.reallocations.load(Relaxed),
             failures: self.failures.load(Relaxed),
             valid: true,
@@ -257,18 +263,28 @@ mod tests {
 
     #[test]
     fn traffic_overflow_invalidates() {
+        let c = DomainCounters::with_start(MemoryUsage {
+            allocations: u64::MAX,
+            ..ZERO
+        });
+        c.on_allocate(2);
+        assert!(!c.usage().valid, "allocation count wrapped");
         for start in [
             MemoryUsage {
-                allocations: u64::MAX,
+                live_bytes: 2,
+                allocations: 1,
+                freed_bytes: u64::MAX - 1,
                 ..ZERO
             },
             MemoryUsage {
-                allocated_bytes: u64::MAX - 1,
+                live_bytes: 2,
+                allocations: 1,
+                frees: u64::MAX,
                 ..ZERO
             },
         ] {
             let c = DomainCounters::with_start(start);
-            c.on_allocate(2);
+            c.on_free(2);
             assert!(!c.usage().valid, "{start:?}");
         }
         let c = DomainCounters::with_start(MemoryUsage {

@@ -118,11 +118,6 @@ impl AllocationDomain {
         self.counters.usage()
     }
 
-    /// The counters (for tests and loom models of the accounting code).
-    pub fn counters(&self) -> &DomainCounters {
-        &self.counters
-    }
-
     /// Allocates `layout.size()` uninitialized bytes aligned to `layout.align()`.
     ///
     /// Zero size is an empty success: `Ok(None)`, no backend call, no counter change.

@@ -96,7 +96,7 @@ impl<'s> ScratchScope<'s> {
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn try_alloc_pod<T: Pod>(&self, value: T) -> Result<&'s mut T, ArenaError> {
         arena::alloc_pod(self.arena, value)
     }
