@@ -77,8 +77,9 @@ def revision() -> dict:
     return {"revision": rev, "dirty": dirty}
 
 
-def criterion_results(since: float) -> dict:
-    """{group: {contender: figures}} from criterion's JSON files written after `since`."""
+def criterion_results(since: float, ran: set[str]) -> dict:
+    """{group: {contender: figures}} from criterion's JSON files written after `since`, for the
+    benchmark ids this run printed (criterion may touch files of benchmarks it did not run)."""
     groups: dict[str, dict] = {}
     base = ROOT / "target" / "criterion"
     for bench in base.glob("**/new/benchmark.json"):
@@ -93,6 +94,8 @@ def criterion_results(since: float) -> dict:
         name = meta.get("function_id") or meta.get("value_str") or "default"
         if meta.get("function_id") and meta.get("value_str"):
             name = f'{meta["function_id"]}/{meta["value_str"]}'
+        if meta.get("full_id", f"{group}/{name}") not in ran:
+            continue
         groups.setdefault(group, {})[name] = {
             "median_ns": est["median"]["point_estimate"],
             "median_ci95_ns": [est["median"]["confidence_interval"]["lower_bound"],
@@ -220,7 +223,20 @@ def main() -> int:
 
     start = time.time() - 1
     print("+", " ".join(cmd), flush=True)
-    if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+    ran: set[str] = set()
+    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True, bufsize=1) as proc:
+        assert proc.stdout is not None
+        prev = ""
+        for line in proc.stdout:  # criterion prints "<id>  time: [...]", or the id on its own line
+            sys.stdout.write(line)
+            m = re.match(r"^(\S.*?)\s+time:\s+\[", line)
+            if m:
+                ran.add(m.group(1))
+            elif re.match(r"^\s+time:\s+\[", line) and prev:
+                ran.add(prev)
+            if line.strip() and not line[0].isspace():
+                prev = line.strip()
+    if proc.returncode != 0:
         print("bench run failed; no result written", file=sys.stderr)
         return 1
 
@@ -242,7 +258,7 @@ def main() -> int:
             print("no iai-callgrind summaries found", file=sys.stderr)
             return 1
     else:
-        groups = criterion_results(start)
+        groups = criterion_results(start, ran)
         if not groups:
             print("no criterion results found", file=sys.stderr)
             return 1
