@@ -18,7 +18,7 @@ use bytemuck::Pod;
 
 use super::registry::process_owner_token;
 use super::{fixed, CommandError, EntityId, EntityRegistry, InitError, WorldError};
-use crate::identity::OwnerToken;
+use crate::identity::{IdentityExhausted, OwnerToken, TokenSource};
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -151,6 +151,29 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         bytes: usize,
         alloc: A,
     ) -> Result<Self, InitError> {
+        Self::init(commands, bytes, alloc, process_owner_token)
+    }
+
+    /// As [`CommandBuffer::try_with_capacity_in`], taking the buffer's token from `tokens`
+    /// (for token-exhaustion tests and loom models). The token is issued after every array.
+    ///
+    /// # Errors
+    /// As [`CommandBuffer::try_with_capacity`].
+    pub fn try_with_capacity_and_tokens(
+        commands: usize,
+        bytes: usize,
+        alloc: A,
+        tokens: &TokenSource,
+    ) -> Result<Self, InitError> {
+        Self::init(commands, bytes, alloc, || tokens.issue())
+    }
+
+    fn init(
+        commands: usize,
+        bytes: usize,
+        alloc: A,
+        issue: impl FnOnce() -> Result<OwnerToken, IdentityExhausted>,
+    ) -> Result<Self, InitError> {
         let max = u32::MAX as usize;
         if commands > max || bytes > max {
             return Err(InitError::CapacityTooLarge {
@@ -161,7 +184,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let commands_v = fixed::reserve(commands, alloc.clone())?;
         let bytes_v = fixed::reserve(bytes, alloc.clone())?;
         let created = fixed::reserve(commands, alloc)?;
-        let token = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        let token = issue().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,
             epoch: 0,
