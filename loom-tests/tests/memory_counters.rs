@@ -6,14 +6,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use ludus::memory::{DomainCounters, MemoryUsage};
-
-/// Bounded preemptions keep the larger models to seconds; the interesting races (two
-/// read-modify-writes of the same counter, a high-water raise racing a free) need at most two.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
-}
+use ludus_loom_tests::model;
 
 #[test]
 fn concurrent_alloc_free_reconciles_at_quiescence() {

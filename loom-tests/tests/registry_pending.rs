@@ -9,12 +9,7 @@ use loom::sync::Arc;
 use loom::thread;
 use ludus::identity::TokenSource;
 use ludus::world::{CommandBuffer, CommandError, EntityRegistry, Rejection};
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
-}
+use ludus_loom_tests::model;
 
 #[test]
 fn two_recorders_one_entity_exactly_one_marks() {

@@ -5,14 +5,7 @@
 use loom::sync::Arc;
 use loom::thread;
 use ludus::identity::{IdentityExhausted, TokenSource};
-
-/// Bounded model: preemption bound 3 keeps the CAS-retry state space small enough for CI while
-/// still covering every interleaving that matters for a two- or three-party race.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
-}
+use ludus_loom_tests::model;
 
 #[test]
 fn concurrent_issue_is_unique_and_nonzero() {
