@@ -13,3 +13,6 @@ for t in tests/*.rs; do
   esac
   cargo +nightly miri test --test "$name"
 done
+# The validation ledger is feature-gated: run its unit and integration tests with the feature on.
+cargo +nightly miri test --features validation --lib memory::
+cargo +nightly miri test --features validation --test memory_validation
