@@ -20,4 +20,4 @@ mod sync;
 pub mod world;
 
 pub use identity::{Handle, HandleTag};
-pub use world::EntityId;
+pub use world::{join, CommandBuffer, ComponentPool, EntityId, EntityRegistry, WorldError};

@@ -1,0 +1,399 @@
+//! `CommandBuffer`: bounded deferred structural changes, committed all-or-nothing at the
+//! structural boundary.
+//!
+//! Systems record `create`, `destroy`, `insert` and `remove` against a read-only registry.
+//! Recording a destroy marks the entity pending (it keeps its values; `is_active` turns false)
+//! once the command is stored. Commands targeting an entity that is not active are refused at
+//! recording time, so no command in a buffer follows that entity's own destroy.
+//!
+//! Commit preflights the whole batch (phase, free slots, sequence and revision budgets, every
+//! target alive, every component type known) and then applies it in recorded order; a failed
+//! preflight applies nothing and keeps the buffer for inspection or [`CommandBuffer::clear`].
+
+use core::any::TypeId;
+
+use allocator_api2::alloc::{Allocator, Global};
+use allocator_api2::vec::Vec;
+use bytemuck::Pod;
+
+use super::{fixed, CommandError, EntityId, EntityRegistry, InitError, WorldError};
+use crate::identity::{issue_owner_token, OwnerToken};
+
+/// An entity a [`CommandBuffer`] will create at commit. Resolve it with
+/// [`CommandBuffer::resolve`] after the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Provisional {
+    buffer: OwnerToken,
+    epoch: u64,
+    index: u32,
+}
+
+/// The target of an insert or remove command: an existing entity or a provisional one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// An entity alive in the registry.
+    Entity(EntityId),
+    /// An entity created earlier in the same buffer.
+    Provisional(Provisional),
+}
+
+impl From<EntityId> for Target {
+    fn from(e: EntityId) -> Self {
+        Target::Entity(e)
+    }
+}
+
+impl From<Provisional> for Target {
+    fn from(p: Provisional) -> Self {
+        Target::Provisional(p)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Subject {
+    Entity(EntityId),
+    Created(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Command {
+    Create,
+    Destroy(EntityId),
+    Insert {
+        subject: Subject,
+        component: TypeId,
+        offset: u32,
+        size: u32,
+    },
+    Remove {
+        subject: Subject,
+        component: TypeId,
+    },
+}
+
+/// What a world exposes to [`CommandBuffer::commit`]. Implemented by [`world!`](crate::world!).
+#[doc(hidden)]
+pub trait CommitTarget {
+    /// Number of component pools.
+    const POOLS: u64;
+    /// Allocator of the world's registry.
+    type Alloc: Allocator + Clone;
+    /// The world's registry.
+    fn commit_registry(&self) -> &EntityRegistry<Self::Alloc>;
+    /// Whether the world stores components of type `component`.
+    fn stores(&self, component: TypeId) -> bool;
+    /// Creates an entity (budget checked).
+    fn commit_create(&mut self) -> Result<EntityId, WorldError>;
+    /// Destroys an entity.
+    fn commit_destroy(&mut self, entity: EntityId) -> Result<(), WorldError>;
+    /// Inserts a component read from `bytes`.
+    fn commit_insert(
+        &mut self,
+        entity: EntityId,
+        component: TypeId,
+        bytes: &[u8],
+    ) -> Result<(), WorldError>;
+    /// Removes a component.
+    fn commit_remove(&mut self, entity: EntityId, component: TypeId) -> Result<(), WorldError>;
+}
+
+/// A bounded list of structural commands with a bounded byte store for inserted values.
+/// All memory is allocated at init.
+///
+/// # Examples
+/// ```
+/// use ludus::world::CommandBuffer;
+/// ludus::world! {
+///     pub struct Game { pub hp: u32 }
+/// }
+/// let mut game = Game::try_new(8)?;
+/// let mut cmd = CommandBuffer::try_with_capacity(16, 256)?;
+/// game.end_structural(); // systems phase
+/// let p = cmd.create()?;
+/// cmd.insert(&game.registry, p, 100u32)?;
+/// assert_eq!(game.commit(&mut cmd), Err(ludus::world::WorldError::InvalidPhase));
+/// game.begin_structural();
+/// game.commit(&mut cmd)?;
+/// let e = cmd.resolve(p).unwrap();
+/// assert_eq!(game.hp.get(e), Some(&100));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct CommandBuffer<A: Allocator + Clone = Global> {
+    token: OwnerToken,
+    /// Advances on every commit and clear; provisionals of older epochs are refused.
+    epoch: u64,
+    commands: Vec<Command, A>,
+    bytes: Vec<u8, A>,
+    /// Creates recorded in the current epoch.
+    creates: u32,
+    /// Handles created by the last commit, by provisional index.
+    created: Vec<EntityId, A>,
+}
+
+impl CommandBuffer<Global> {
+    /// A buffer for `commands` commands and `bytes` bytes of inserted values.
+    ///
+    /// # Errors
+    /// [`InitError`] on allocation failure or token exhaustion.
+    pub fn try_with_capacity(commands: usize, bytes: usize) -> Result<Self, InitError> {
+        Self::try_with_capacity_in(commands, bytes, Global)
+    }
+}
+
+impl<A: Allocator + Clone> CommandBuffer<A> {
+    /// As [`CommandBuffer::try_with_capacity`], allocating from `alloc`.
+    ///
+    /// # Errors
+    /// As [`CommandBuffer::try_with_capacity`].
+    pub fn try_with_capacity_in(
+        commands: usize,
+        bytes: usize,
+        alloc: A,
+    ) -> Result<Self, InitError> {
+        let commands_v = fixed::reserve(commands, alloc.clone())?;
+        let bytes_v = fixed::reserve(bytes, alloc.clone())?;
+        let created = fixed::reserve(commands, alloc)?;
+        let token = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        Ok(Self {
+            token,
+            epoch: 0,
+            commands: commands_v,
+            bytes: bytes_v,
+            creates: 0,
+            created,
+        })
+    }
+
+    /// Number of recorded commands.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    fn room(&self, bytes: usize) -> Result<(), CommandError> {
+        let full = self.commands.len() >= self.commands.capacity()
+            || self.bytes.capacity() - self.bytes.len() < bytes
+            || self.creates == u32::MAX;
+        if full {
+            Err(CommandError::BufferFull)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn subject<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        target: Target,
+    ) -> Result<Subject, CommandError> {
+        match target {
+            Target::Entity(e) => match registry.diagnose(e) {
+                Ok(()) => Ok(Subject::Entity(e)),
+                Err(r) => Err(CommandError::Rejected(r)),
+            },
+            Target::Provisional(p) => {
+                if p.buffer == self.token && p.epoch == self.epoch && p.index < self.creates {
+                    Ok(Subject::Created(p.index))
+                } else {
+                    Err(CommandError::ForeignProvisional)
+                }
+            }
+        }
+    }
+
+    /// Records the creation of an entity.
+    ///
+    /// # Errors
+    /// [`CommandError::BufferFull`].
+    pub fn create(&mut self) -> Result<Provisional, CommandError> {
+        self.room(0)?;
+        let index = self.creates;
+        self.commands.push(Command::Create);
+        self.creates += 1;
+        Ok(Provisional {
+            buffer: self.token,
+            epoch: self.epoch,
+            index,
+        })
+    }
+
+    /// Records the destruction of an active entity and marks it pending in `registry`.
+    ///
+    /// # Errors
+    /// [`CommandError::BufferFull`] or [`CommandError::Rejected`] (e.g. already pending);
+    /// nothing is recorded or marked.
+    pub fn destroy<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        entity: EntityId,
+    ) -> Result<(), CommandError> {
+        self.room(0)?;
+        registry
+            .try_mark_pending(entity)
+            .map_err(CommandError::Rejected)?;
+        self.commands.push(Command::Destroy(entity));
+        Ok(())
+    }
+
+    /// Records giving `value` to `target` (an active entity or a provisional of this buffer).
+    ///
+    /// # Errors
+    /// [`CommandError::BufferFull`], [`CommandError::Rejected`] or
+    /// [`CommandError::ForeignProvisional`]; nothing is recorded.
+    pub fn insert<T: Pod, B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        target: impl Into<Target>,
+        value: T,
+    ) -> Result<(), CommandError> {
+        let subject = self.subject(registry, target.into())?;
+        let bytes = bytemuck::bytes_of(&value);
+        self.room(bytes.len())?;
+        let offset = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(bytes);
+        self.commands.push(Command::Insert {
+            subject,
+            component: TypeId::of::<T>(),
+            offset,
+            size: bytes.len() as u32,
+        });
+        Ok(())
+    }
+
+    /// Records removing `T` from `target`.
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert).
+    pub fn remove<T: Pod, B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        target: impl Into<Target>,
+    ) -> Result<(), CommandError> {
+        let subject = self.subject(registry, target.into())?;
+        self.room(0)?;
+        self.commands.push(Command::Remove {
+            subject,
+            component: TypeId::of::<T>(),
+        });
+        Ok(())
+    }
+
+    /// The handle created for `p` by the last commit of this buffer.
+    pub fn resolve(&self, p: Provisional) -> Option<EntityId> {
+        if p.buffer != self.token || p.epoch.checked_add(1) != Some(self.epoch) {
+            return None;
+        }
+        self.created.get(p.index as usize).copied()
+    }
+
+    /// Drops every recorded command and clears the pending marks its destroys set.
+    pub fn clear<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) {
+        for c in &self.commands {
+            if let Command::Destroy(e) = c {
+                registry.unmark_pending(*e);
+            }
+        }
+        self.reset();
+        self.created.clear();
+    }
+
+    fn reset(&mut self) {
+        self.commands.clear();
+        self.bytes.clear();
+        self.creates = 0;
+        self.epoch = self.epoch.saturating_add(1);
+    }
+
+    fn preflight<W: CommitTarget>(&self, world: &W) -> Result<(), WorldError> {
+        let registry = world.commit_registry();
+        let mut revisions: u64 = 0;
+        for c in &self.commands {
+            match *c {
+                Command::Create => revisions += 1,
+                Command::Destroy(e) => {
+                    registry.check_alive(e)?;
+                    revisions += 1 + W::POOLS;
+                }
+                Command::Insert {
+                    subject, component, ..
+                }
+                | Command::Remove { subject, component } => {
+                    if let Subject::Entity(e) = subject {
+                        registry.check_alive(e)?;
+                    }
+                    if !world.stores(component) {
+                        return Err(WorldError::UnknownComponent);
+                    }
+                    revisions += 1;
+                }
+            }
+        }
+        registry.check_create_budget(self.creates as usize)?;
+        registry.check_revisions(revisions)
+    }
+
+    /// Applies every command to `world`, all or nothing. Prefer the world's `commit` method.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`], a short budget, a target no longer alive or an unknown
+    /// component type; then nothing is applied and the buffer is kept.
+    pub fn commit<W: CommitTarget>(&mut self, world: &mut W) -> Result<(), WorldError> {
+        world.commit_registry().check_phase()?;
+        self.preflight(world)?;
+        self.created.clear();
+        for i in 0..self.commands.len() {
+            let applied = match self.commands[i] {
+                Command::Create => world.commit_create().map(|e| self.created.push(e)),
+                Command::Destroy(e) => world.commit_destroy(e),
+                Command::Insert {
+                    subject,
+                    component,
+                    offset,
+                    size,
+                } => {
+                    let e = self.entity(subject)?;
+                    let bytes = &self.bytes[offset as usize..(offset + size) as usize];
+                    world.commit_insert(e, component, bytes)
+                }
+                Command::Remove { subject, component } => {
+                    let e = self.entity(subject)?;
+                    world.commit_remove(e, component)
+                }
+            };
+            debug_assert!(
+                applied.is_ok(),
+                "preflighted command {i} failed: {applied:?}"
+            );
+            applied?;
+        }
+        self.reset();
+        Ok(())
+    }
+
+    fn entity(&self, s: Subject) -> Result<EntityId, WorldError> {
+        match s {
+            Subject::Entity(e) => Ok(e),
+            Subject::Created(i) => self
+                .created
+                .get(i as usize)
+                .copied()
+                .ok_or(WorldError::UnknownProvisional),
+        }
+    }
+}
+
+impl<A: Allocator + Clone> core::fmt::Debug for CommandBuffer<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CommandBuffer")
+            .field("commands", &self.commands.len())
+            .field("capacity", &self.commands.capacity())
+            .field("bytes", &self.bytes.len())
+            .field("creates", &self.creates)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}

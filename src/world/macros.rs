@@ -1,0 +1,419 @@
+//! The `world!` roster macro.
+
+/// Declares a world: one [`EntityRegistry`](crate::world::EntityRegistry) and one
+/// [`ComponentPool`](crate::world::ComponentPool) per component, with optional owned groups.
+///
+/// ```text
+/// ludus::world! {
+///     pub struct Game { pub position: Position, pub velocity: Velocity, pub health: Health }
+///     groups { moving(position: Position, velocity: Velocity) }
+/// }
+/// ```
+///
+/// The struct `Game<A = Global>` gets a read-only field `registry`, one pool field per
+/// component (with the visibility you write) and a private [`OwnedGroup`](crate::world::OwnedGroup)
+/// field per group. Methods:
+///
+/// * `try_new(capacity)`, `try_new_in(capacity, alloc)`: all memory at init; a failed init
+///   consumes no owner token.
+/// * `begin_structural()`, `end_structural()`, `is_structural_phase()`.
+/// * `create()`, `create_batch(&mut [EntityId])`, `destroy(e)` (removes `e` from every pool,
+///   then releases its slot), `insert(e, value)`, `remove::<T>(e)`, `get::<T>(e)`,
+///   `get_mut::<T>(e)`, `contains::<T>(e)`, `pool::<T>()`, `pool_mut::<T>()`.
+/// * `commit(&mut CommandBuffer)`: all-or-nothing.
+/// * per group `moving()`: `(&[EntityId], &mut [Position], &mut [Velocity])`, the packed
+///   prefix of the members' dense arrays, in the same order.
+///
+/// Component types must be distinct and [`bytemuck::Pod`]; a pool belongs to at most one group.
+///
+/// # Examples
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// pub struct Position(pub f32);
+/// #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// pub struct Velocity(pub f32);
+///
+/// ludus::world! {
+///     pub struct Game { pub position: Position, pub velocity: Velocity }
+///     groups { moving(position: Position, velocity: Velocity) }
+/// }
+///
+/// let mut game = Game::try_new(16)?;
+/// let e = game.create()?;
+/// game.insert(e, Position(1.0))?;
+/// game.insert(e, Velocity(0.5))?;
+/// game.end_structural();
+/// let (ids, pos, vel) = game.moving();
+/// for (p, v) in pos.iter_mut().zip(vel.iter()) {
+///     p.0 += v.0;
+/// }
+/// assert_eq!(ids, &[e]);
+/// assert_eq!(game.get::<Position>(e), Some(&Position(1.5)));
+/// assert!(game.destroy(e).is_err()); // not in the structural phase
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[macro_export]
+macro_rules! world {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),+ $(,)?
+        }
+        $( groups {
+            $( $group:ident ( $gfirst:ident : $gfirst_ty:ty $(, $gfield:ident : $gty:ty )* $(,)? ) ),* $(,)?
+        } )?
+    ) => {
+        $(#[$meta])*
+        $vis struct $name<
+            __LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone = $crate::world::__private::Global,
+        > {
+            /// The registry, read-only outside the world's structural methods.
+            pub registry: $crate::world::ReadOnly<$crate::world::EntityRegistry<__LudusAlloc>>,
+            $( $(#[$fmeta])* $fvis $field: $crate::world::ComponentPool<$ty, __LudusAlloc>, )+
+            $($( $group: $crate::world::OwnedGroup, )*)?
+        }
+
+        impl $name<$crate::world::__private::Global> {
+            /// A world of `capacity` entities on the global allocator.
+            ///
+            /// # Errors
+            /// [`InitError`]($crate::world::InitError).
+            #[allow(dead_code)]
+            pub fn try_new(capacity: usize) -> ::core::result::Result<Self, $crate::world::InitError> {
+                Self::try_new_in(capacity, $crate::world::__private::Global)
+            }
+        }
+
+        #[allow(dead_code)]
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $name<__LudusAlloc> {
+            /// A world of `capacity` entities allocating from `alloc`; the owner token is
+            /// issued only after every array was allocated.
+            ///
+            /// # Errors
+            /// [`InitError`]($crate::world::InitError).
+            pub fn try_new_in(
+                capacity: usize,
+                alloc: __LudusAlloc,
+            ) -> ::core::result::Result<Self, $crate::world::InitError> {
+                let grouped: &[$crate::world::__private::TypeId] = &[
+                    $($( $crate::world::__private::TypeId::of::<$gfirst_ty>(),
+                         $( $crate::world::__private::TypeId::of::<$gty>(), )* )*)?
+                ];
+                for (i, t) in grouped.iter().enumerate() {
+                    if grouped[..i].contains(t) {
+                        return ::core::result::Result::Err($crate::world::InitError::GroupOverlap);
+                    }
+                }
+                let mut world = Self {
+                    registry: $crate::world::ReadOnly::new(
+                        $crate::world::EntityRegistry::try_unbound_in(capacity, alloc.clone())?,
+                    ),
+                    $( $field: $crate::world::ComponentPool::try_unbound_in(capacity, alloc.clone())?, )+
+                    $($( $group: ::core::default::Default::default(), )*)?
+                };
+                $crate::world::ReadOnly::__get_mut(&mut world.registry).issue_owner()?;
+                $( let bound = world.$field.bind(&world.registry); debug_assert!(bound); )+
+                ::core::result::Result::Ok(world)
+            }
+
+            /// Opens the structural phase.
+            #[inline]
+            pub fn begin_structural(&mut self) {
+                $crate::world::ReadOnly::__get_mut(&mut self.registry).set_structural_phase(true);
+            }
+
+            /// Closes the structural phase: structural changes fail with `InvalidPhase`.
+            #[inline]
+            pub fn end_structural(&mut self) {
+                $crate::world::ReadOnly::__get_mut(&mut self.registry).set_structural_phase(false);
+            }
+
+            /// Whether structural changes are accepted.
+            #[inline]
+            pub fn is_structural_phase(&self) -> bool {
+                self.registry.is_structural_phase()
+            }
+
+            /// The registry.
+            #[inline]
+            pub fn registry(&self) -> &$crate::world::EntityRegistry<__LudusAlloc> {
+                &self.registry
+            }
+
+            /// Creates an entity with no components.
+            ///
+            /// # Errors
+            /// As [`EntityRegistry::try_create`]($crate::world::EntityRegistry::try_create).
+            #[inline]
+            pub fn create(&mut self) -> ::core::result::Result<$crate::EntityId, $crate::world::WorldError> {
+                $crate::world::ReadOnly::__get_mut(&mut self.registry).try_create()
+            }
+
+            /// Creates `out.len()` entities, all or nothing.
+            ///
+            /// # Errors
+            /// As [`EntityRegistry::try_create_batch`]($crate::world::EntityRegistry::try_create_batch).
+            pub fn create_batch(
+                &mut self,
+                out: &mut [$crate::EntityId],
+            ) -> ::core::result::Result<(), $crate::world::WorldError> {
+                $crate::world::ReadOnly::__get_mut(&mut self.registry).try_create_batch(out)
+            }
+
+            /// Destroys `entity`: leaves every owned group, is removed from every pool, then
+            /// its registry slot is released (generation advanced or slot retired).
+            ///
+            /// # Errors
+            /// `InvalidPhase`, `Rejected` (not alive) or `RevisionExhausted`; nothing changes.
+            pub fn destroy(&mut self, entity: $crate::EntityId) -> ::core::result::Result<(), $crate::world::WorldError> {
+                const POOLS: u64 = [$( stringify!($field) ),+].len() as u64;
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.check_phase()?;
+                registry.check_alive(entity)?;
+                registry.check_revisions(POOLS + 1)?;
+                $($(
+                    self.$group.unpack(
+                        &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
+                              $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
+                        entity,
+                    );
+                )*)?
+                $( let _ = self.$field.remove(registry, entity)?; )+
+                // Durable-binding hook: detach the entity's binding here, before the slot is
+                // released (seed 000, "Destruction and physical retirement").
+                registry.try_release(entity)
+            }
+
+            /// Gives `entity` a component value (replacing a previous one).
+            ///
+            /// # Errors
+            /// As [`ComponentPool::insert`]($crate::world::ComponentPool::insert).
+            #[inline]
+            pub fn insert<T: $crate::world::__private::bytemuck::Pod>(
+                &mut self,
+                entity: $crate::EntityId,
+                value: T,
+            ) -> ::core::result::Result<::core::option::Option<T>, $crate::world::WorldError>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::insert_component(self, entity, value)
+            }
+
+            /// Removes `entity`'s `T`, returning it.
+            ///
+            /// # Errors
+            /// As [`ComponentPool::remove`]($crate::world::ComponentPool::remove).
+            #[inline]
+            pub fn remove<T: $crate::world::__private::bytemuck::Pod>(
+                &mut self,
+                entity: $crate::EntityId,
+            ) -> ::core::result::Result<::core::option::Option<T>, $crate::world::WorldError>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::remove_component(self, entity)
+            }
+
+            /// `entity`'s `T`.
+            #[inline]
+            pub fn get<T: $crate::world::__private::bytemuck::Pod>(&self, entity: $crate::EntityId) -> ::core::option::Option<&T>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::pool(self).get(entity)
+            }
+
+            /// `entity`'s `T`, mutably (allowed in every phase).
+            #[inline]
+            pub fn get_mut<T: $crate::world::__private::bytemuck::Pod>(&mut self, entity: $crate::EntityId) -> ::core::option::Option<&mut T>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::pool_mut(self).get_mut(entity)
+            }
+
+            /// Whether `entity` holds a `T`.
+            #[inline]
+            pub fn contains<T: $crate::world::__private::bytemuck::Pod>(&self, entity: $crate::EntityId) -> bool
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::pool(self).contains(entity)
+            }
+
+            /// The pool of `T`.
+            #[inline]
+            pub fn pool<T: $crate::world::__private::bytemuck::Pod>(&self) -> &$crate::world::ComponentPool<T, __LudusAlloc>
+            where
+                Self: $crate::world::Stores<T, Alloc = __LudusAlloc>,
+            {
+                <Self as $crate::world::Stores<T>>::pool(self)
+            }
+
+            /// The pool of `T`, mutably (values only).
+            #[inline]
+            pub fn pool_mut<T: $crate::world::__private::bytemuck::Pod>(&mut self) -> &mut $crate::world::ComponentPool<T, __LudusAlloc>
+            where
+                Self: $crate::world::Stores<T, Alloc = __LudusAlloc>,
+            {
+                <Self as $crate::world::Stores<T>>::pool_mut(self)
+            }
+
+            /// Applies `commands` all or nothing.
+            ///
+            /// # Errors
+            /// As [`CommandBuffer::commit`]($crate::world::CommandBuffer::commit).
+            pub fn commit<B: $crate::world::__private::Allocator + ::core::clone::Clone>(
+                &mut self,
+                commands: &mut $crate::world::CommandBuffer<B>,
+            ) -> ::core::result::Result<(), $crate::world::WorldError> {
+                commands.commit(self)
+            }
+
+            /// Checks every owned group's invariant (O(n)); for tests and debugging.
+            #[doc(hidden)]
+            pub fn check_groups(&self) -> bool {
+                true $($( && self.$group.is_consistent(
+                    &[&self.$gfirst as &dyn $crate::world::GroupMember
+                      $(, &self.$gfield as &dyn $crate::world::GroupMember)*],
+                ) )*)?
+            }
+
+            #[inline]
+            fn __pack<T: 'static>(&mut self, entity: $crate::EntityId) {
+                let _ = entity;
+                $($(
+                    if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
+                        $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
+                    {
+                        self.$group.pack(
+                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
+                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
+                            entity,
+                        );
+                    }
+                )*)?
+            }
+
+            #[inline]
+            fn __unpack<T: 'static>(&mut self, entity: $crate::EntityId) {
+                let _ = entity;
+                $($(
+                    if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
+                        $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
+                    {
+                        self.$group.unpack(
+                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
+                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
+                            entity,
+                        );
+                    }
+                )*)?
+            }
+
+            $($(
+                /// The owned group's packed prefix: entities and each member's values, in the
+                /// same dense order.
+                pub fn $group(&mut self) -> (&[$crate::EntityId], &mut [$gfirst_ty] $(, &mut [$gty])*) {
+                    let n = self.$group.len();
+                    debug_assert!(self.check_groups());
+                    let (owners, first) = self.$gfirst.split_mut();
+                    (&owners[..n], &mut first[..n] $(, &mut self.$gfield.values_mut()[..n])*)
+                }
+            )*)?
+        }
+
+        $(
+            impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::Stores<$ty> for $name<__LudusAlloc> {
+                type Alloc = __LudusAlloc;
+                #[inline(always)]
+                fn pool(&self) -> &$crate::world::ComponentPool<$ty, __LudusAlloc> {
+                    &self.$field
+                }
+                #[inline(always)]
+                fn pool_mut(&mut self) -> &mut $crate::world::ComponentPool<$ty, __LudusAlloc> {
+                    &mut self.$field
+                }
+                #[inline]
+                fn insert_component(
+                    &mut self,
+                    entity: $crate::EntityId,
+                    value: $ty,
+                ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
+                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                    let previous = self.$field.insert(registry, entity, value)?;
+                    if previous.is_none() {
+                        self.__pack::<$ty>(entity);
+                    }
+                    ::core::result::Result::Ok(previous)
+                }
+                #[inline]
+                fn remove_component(
+                    &mut self,
+                    entity: $crate::EntityId,
+                ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
+                    self.$field.check_change(&self.registry, entity)?;
+                    self.__unpack::<$ty>(entity);
+                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                    self.$field.remove(registry, entity)
+                }
+            }
+        )+
+
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> ::core::fmt::Debug for $name<__LudusAlloc> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("registry", &*self.registry)
+                    $( .field(stringify!($field), &self.$field) )+
+                    $($( .field(stringify!($group), &self.$group) )*)?
+                    .finish()
+            }
+        }
+
+        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone> $crate::world::CommitTarget for $name<__LudusAlloc> {
+            const POOLS: u64 = [$( stringify!($field) ),+].len() as u64;
+            type Alloc = __LudusAlloc;
+            fn commit_registry(&self) -> &$crate::world::EntityRegistry<__LudusAlloc> {
+                &self.registry
+            }
+            fn stores(&self, component: $crate::world::__private::TypeId) -> bool {
+                false $( || component == $crate::world::__private::TypeId::of::<$ty>() )+
+            }
+            fn commit_create(&mut self) -> ::core::result::Result<$crate::EntityId, $crate::world::WorldError> {
+                self.create()
+            }
+            fn commit_destroy(&mut self, entity: $crate::EntityId) -> ::core::result::Result<(), $crate::world::WorldError> {
+                self.destroy(entity)
+            }
+            fn commit_insert(
+                &mut self,
+                entity: $crate::EntityId,
+                component: $crate::world::__private::TypeId,
+                bytes: &[u8],
+            ) -> ::core::result::Result<(), $crate::world::WorldError> {
+                $(
+                    if component == $crate::world::__private::TypeId::of::<$ty>() {
+                        let value: $ty = $crate::world::__private::bytemuck::pod_read_unaligned(bytes);
+                        return self.insert::<$ty>(entity, value).map(|_| ());
+                    }
+                )+
+                ::core::result::Result::Err($crate::world::WorldError::UnknownComponent)
+            }
+            fn commit_remove(
+                &mut self,
+                entity: $crate::EntityId,
+                component: $crate::world::__private::TypeId,
+            ) -> ::core::result::Result<(), $crate::world::WorldError> {
+                $(
+                    if component == $crate::world::__private::TypeId::of::<$ty>() {
+                        return self.remove::<$ty>(entity).map(|_| ());
+                    }
+                )+
+                ::core::result::Result::Err($crate::world::WorldError::UnknownComponent)
+            }
+        }
+    };
+}

@@ -1,0 +1,247 @@
+//! Joins over 2..=6 pools, driven by the smallest pool.
+//!
+//! The driver is walked in dense order; every other column is probed through its sparse map
+//! (one load and a generation compare). Iteration order is therefore the driver's dense order:
+//! deterministic for a given operation sequence. For a straight zip without probing, use an
+//! owned group.
+
+use core::marker::PhantomData;
+
+use allocator_api2::alloc::Allocator;
+use bytemuck::Pod;
+
+use super::{ComponentPool, EntityId};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// One column of a join, made from `&ComponentPool<T>` (items `&T`) or `&mut ComponentPool<T>`
+/// (items `&mut T`). Sealed.
+pub trait Column: sealed::Sealed {
+    /// What the join yields for this column.
+    type Item;
+    #[doc(hidden)]
+    fn dense_len(&self) -> usize;
+    #[doc(hidden)]
+    fn owner_at(&self, i: usize) -> EntityId;
+    #[doc(hidden)]
+    fn index_of(&self, entity: EntityId) -> Option<usize>;
+    /// # Safety
+    /// `i < self.dense_len()`, and for columns yielding `&mut` each `i` is fetched at most
+    /// once during the column's lifetime.
+    #[doc(hidden)]
+    unsafe fn fetch(&mut self, i: usize) -> Self::Item;
+}
+
+/// Converts a pool borrow into a [`Column`].
+pub trait IntoColumn {
+    /// The column type.
+    type Column: Column;
+    /// Performs the conversion.
+    fn into_column(self) -> Self::Column;
+}
+
+/// Shared column: yields `&'p T`.
+#[derive(Debug)]
+pub struct ColumnRef<'p, T: Pod, A: Allocator + Clone> {
+    pool: &'p ComponentPool<T, A>,
+}
+
+impl<T: Pod, A: Allocator + Clone> sealed::Sealed for ColumnRef<'_, T, A> {}
+
+impl<'p, T: Pod, A: Allocator + Clone> Column for ColumnRef<'p, T, A> {
+    type Item = &'p T;
+    #[inline(always)]
+    fn dense_len(&self) -> usize {
+        self.pool.len()
+    }
+    #[inline(always)]
+    fn owner_at(&self, i: usize) -> EntityId {
+        self.pool.owners()[i]
+    }
+    #[inline(always)]
+    fn index_of(&self, entity: EntityId) -> Option<usize> {
+        self.pool.dense_index(entity)
+    }
+    #[inline(always)]
+    unsafe fn fetch(&mut self, i: usize) -> &'p T {
+        let pool: &'p ComponentPool<T, A> = self.pool;
+        &pool.values()[i]
+    }
+}
+
+impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
+    type Column = ColumnRef<'p, T, A>;
+    #[inline]
+    fn into_column(self) -> Self::Column {
+        ColumnRef { pool: self }
+    }
+}
+
+/// Exclusive column: yields `&'p mut T` for distinct dense indices.
+#[derive(Debug)]
+pub struct ColumnMut<'p, T: Pod, A: Allocator + Clone> {
+    /// The pool with `values` untouched except through `values_ptr`.
+    pool: *const ComponentPool<T, A>,
+    /// From `values_mut().as_mut_ptr()` of the exclusive borrow; valid for `len` elements.
+    values: *mut T,
+    len: usize,
+    _borrow: PhantomData<&'p mut ComponentPool<T, A>>,
+}
+
+impl<T: Pod, A: Allocator + Clone> sealed::Sealed for ColumnMut<'_, T, A> {}
+
+impl<'p, T: Pod, A: Allocator + Clone> ColumnMut<'p, T, A> {
+    #[inline(always)]
+    fn pool(&self) -> &'p ComponentPool<T, A> {
+        // SAFETY: `pool` comes from a `&'p mut ComponentPool` held (as `_borrow`) for 'p; only
+        // the dense values are ever written through `values`, and those writes never overlap
+        // the owners and sparse arrays read through this shared reborrow (distinct heap
+        // allocations), nor the pool struct itself.
+        unsafe { &*self.pool }
+    }
+}
+
+impl<'p, T: Pod, A: Allocator + Clone> Column for ColumnMut<'p, T, A> {
+    type Item = &'p mut T;
+    #[inline(always)]
+    fn dense_len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    fn owner_at(&self, i: usize) -> EntityId {
+        self.pool().owners()[i]
+    }
+    #[inline(always)]
+    fn index_of(&self, entity: EntityId) -> Option<usize> {
+        self.pool().dense_index(entity)
+    }
+    #[inline(always)]
+    unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
+        debug_assert!(i < self.len, "fetch {i} beyond {}", self.len);
+        // SAFETY: 1. `i < len` (caller), so the pointer is in bounds of the dense values;
+        // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
+        // 3. `values` derives from the exclusive borrow held for 'p.
+        unsafe { &mut *self.values.add(i) }
+    }
+}
+
+impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A> {
+    type Column = ColumnMut<'p, T, A>;
+    #[inline]
+    fn into_column(self) -> Self::Column {
+        let values = self.values_mut();
+        let (len, values) = (values.len(), values.as_mut_ptr());
+        ColumnMut {
+            pool: self,
+            values,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// A join iterator over a tuple of columns, yielding `(entity, (items...))` for every entity
+/// present in all of them, in the dense order of the smallest column (ties: the first).
+#[derive(Debug)]
+pub struct Join<C> {
+    columns: C,
+    driver: usize,
+    next: usize,
+    end: usize,
+}
+
+/// Joins a tuple of 2..=6 pool borrows (`&pool` or `&mut pool`).
+///
+/// # Examples
+/// ```
+/// use ludus::world::{join, ComponentPool, EntityRegistry};
+/// let mut reg = EntityRegistry::try_with_capacity(4)?;
+/// let mut pos = ComponentPool::<f32>::try_new(&reg)?;
+/// let mut vel = ComponentPool::<f32>::try_new(&reg)?;
+/// for i in 0..3 {
+///     let e = reg.try_create()?;
+///     pos.insert(&mut reg, e, 0.0)?;
+///     if i != 1 { vel.insert(&mut reg, e, 1.5)?; }
+/// }
+/// for (_e, (p, v)) in join((&mut pos, &vel)) {
+///     *p += *v;
+/// }
+/// assert_eq!(pos.values(), &[1.5, 0.0, 1.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn join<Q: IntoJoin>(query: Q) -> Join<Q::Columns> {
+    query.into_join()
+}
+
+/// A tuple of pool borrows that can be joined.
+pub trait IntoJoin {
+    /// The tuple of columns.
+    type Columns;
+    /// Builds the join.
+    fn into_join(self) -> Join<Self::Columns>;
+}
+
+macro_rules! tuple_join {
+    ($($c:ident $i:tt),+) => {
+        impl<$($c: IntoColumn),+> IntoJoin for ($($c,)+) {
+            type Columns = ($($c::Column,)+);
+            fn into_join(self) -> Join<Self::Columns> {
+                let columns = ($(self.$i.into_column(),)+);
+                let mut driver = 0;
+                let mut end = usize::MAX;
+                $(
+                    if columns.$i.dense_len() < end {
+                        end = columns.$i.dense_len();
+                        driver = $i;
+                    }
+                )+
+                Join { columns, driver, next: 0, end }
+            }
+        }
+
+        impl<$($c: Column),+> Iterator for Join<($($c,)+)> {
+            type Item = (EntityId, ($($c::Item,)+));
+
+            #[inline]
+            fn next(&mut self) -> Option<Self::Item> {
+                'rows: while self.next < self.end {
+                    let i = self.next;
+                    self.next += 1;
+                    let entity = match self.driver {
+                        $($i => self.columns.$i.owner_at(i),)+
+                        _ => unreachable!(),
+                    };
+                    let indices = ($(
+                        if self.driver == $i {
+                            i
+                        } else {
+                            match self.columns.$i.index_of(entity) {
+                                Some(d) => d,
+                                None => continue 'rows,
+                            }
+                        },
+                    )+);
+                    // SAFETY: every index is in bounds of its column (the driver's `i < end ==
+                    // driver len`; the others come from `index_of`, which checks the range),
+                    // and each is fetched once: driver rows are visited once each and hold
+                    // distinct entities, and `index_of` maps distinct entities to distinct
+                    // dense indices.
+                    return Some((entity, unsafe { ($(self.columns.$i.fetch(indices.$i),)+) }));
+                }
+                None
+            }
+
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                (0, Some(self.end - self.next))
+            }
+        }
+    };
+}
+
+tuple_join!(C0 0, C1 1);
+tuple_join!(C0 0, C1 1, C2 2);
+tuple_join!(C0 0, C1 1, C2 2, C3 3);
+tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4);
+tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4, C5 5);

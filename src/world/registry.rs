@@ -1,0 +1,503 @@
+//! `EntityRegistry`: fixed-capacity slot allocator that issues and validates [`EntityId`]s.
+//!
+//! ```text
+//!  slot:        0        1        2        3   ...  high ........ capacity
+//!  meta:      [g|LIVE] [g|FREE] [g|PEND] [g|RET]    (untouched: 1|FREE)
+//!  sequence:  [  17  ] [  --  ] [   4  ] [  --  ]
+//!  free:      [1, ...]             LIFO stack of released, reusable slots
+//! ```
+//!
+//! `meta[slot]` packs the slot's current generation (low 32 bits) and its state (high bits), so
+//! `is_alive` / `is_active` are one load and one compare. Slots `>= high` were never used and
+//! are implicitly free at [`FIRST_GENERATION`]; `create` pops the free list first, then takes
+//! `high`. Accounting invariant: `alive + retired + free.len() + (capacity - high) == capacity`.
+//!
+//! Pending-destruction marks are set through `&self` (command recording), so `meta` is atomic;
+//! every access is `Relaxed`: the registry is mutated by one owner thread and read by jobs the
+//! owner joins before the next structural change.
+
+use allocator_api2::alloc::{Allocator, Global};
+use allocator_api2::vec::Vec;
+
+use super::{fixed, EntityId, InitError, Rejection, WorldError};
+use crate::identity::{
+    issue_owner_token, next_generation, GenerationStep, OwnerToken, TokenSource, FIRST_GENERATION,
+    TERMINAL_GENERATION,
+};
+use crate::sync::{AtomicU64, Ordering::Relaxed};
+
+const STATE_SHIFT: u32 = 32;
+const GENERATION_MASK: u64 = u32::MAX as u64;
+const FREE: u64 = 0;
+const LIVE: u64 = 1 << STATE_SHIFT;
+const PENDING: u64 = 2 << STATE_SHIFT;
+const RETIRED: u64 = 4 << STATE_SHIFT;
+
+/// Largest supported capacity: slots are `u32` and `u32::MAX` is the pools' absent marker.
+pub const MAX_CAPACITY: usize = u32::MAX as usize;
+
+/// A fixed-capacity registry of entity slots with generations, owner token, pending
+/// destruction, creation sequence and structural revision.
+///
+/// All memory is allocated from `A` at init; create, validate and release allocate nothing.
+///
+/// # Examples
+/// ```
+/// use ludus::world::EntityRegistry;
+/// let mut reg = EntityRegistry::try_with_capacity(2)?;
+/// let e = reg.try_create()?;
+/// assert!(reg.is_active(e));
+/// reg.try_release(e)?;
+/// assert!(!reg.is_alive(e));
+/// let again = reg.try_create()?; // LIFO reuse of slot 0 at the next generation
+/// assert_eq!((again.slot(), again.generation()), (0, 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct EntityRegistry<A: Allocator + Clone = Global> {
+    /// Owner token of this registry lifetime; nonzero.
+    owner: OwnerToken,
+    /// Per slot: `generation | state`; `len == capacity`.
+    meta: Vec<AtomicU64, A>,
+    /// Per slot: creation sequence of the current incarnation (meaningful while alive).
+    sequence: Vec<u64, A>,
+    /// LIFO stack of released reusable slots; `len <= capacity`, never reallocates.
+    free: Vec<u32, A>,
+    /// Slots `>= high` have never been created.
+    high: u32,
+    alive: u32,
+    retired: u32,
+    /// Last creation sequence issued (0 before the first).
+    last_sequence: u64,
+    /// Advances on every structural change.
+    revision: u64,
+    structural: bool,
+}
+
+impl EntityRegistry<Global> {
+    /// A registry of `capacity` slots on the global allocator with a process-wide owner token.
+    ///
+    /// # Errors
+    /// [`InitError`]: capacity too large, allocation failure or token exhaustion.
+    pub fn try_with_capacity(capacity: usize) -> Result<Self, InitError> {
+        Self::try_with_capacity_in(capacity, Global)
+    }
+}
+
+impl<A: Allocator + Clone> EntityRegistry<A> {
+    /// A registry of `capacity` slots whose arrays come from `alloc`.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_with_capacity`].
+    pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
+        Self::init(capacity, alloc, issue_owner_token)
+    }
+
+    /// As [`EntityRegistry::try_with_capacity_in`], taking the owner token from `tokens`
+    /// (for tests of token exhaustion). The token is issued last, after every array succeeded.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_with_capacity`].
+    pub fn try_with_capacity_and_tokens(
+        capacity: usize,
+        alloc: A,
+        tokens: &TokenSource,
+    ) -> Result<Self, InitError> {
+        Self::init(capacity, alloc, || tokens.issue())
+    }
+
+    /// A registry with every array allocated but no owner token yet (owner 0 matches no
+    /// handle and it refuses to create); a world allocates its pools next and then calls
+    /// [`issue_owner`](Self::issue_owner), so a failed init consumes no token.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_with_capacity`], except token exhaustion.
+    #[doc(hidden)]
+    pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
+        Self::init(capacity, alloc, || Ok(0))
+    }
+
+    /// Issues the process-wide owner token to an unbound registry; returns `Ok` and changes
+    /// nothing when it already has one.
+    ///
+    /// # Errors
+    /// [`InitError::IdentityExhausted`].
+    #[doc(hidden)]
+    pub fn issue_owner(&mut self) -> Result<(), InitError> {
+        if self.owner == 0 {
+            self.owner = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        }
+        Ok(())
+    }
+
+    fn init(
+        capacity: usize,
+        alloc: A,
+        token: impl FnOnce() -> Result<OwnerToken, crate::identity::IdentityExhausted>,
+    ) -> Result<Self, InitError> {
+        if capacity > MAX_CAPACITY {
+            return Err(InitError::CapacityTooLarge {
+                requested: capacity,
+                max: MAX_CAPACITY,
+            });
+        }
+        let mut meta = fixed::reserve(capacity, alloc.clone())?;
+        for _ in 0..capacity {
+            meta.push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
+        }
+        let sequence = fixed::filled(capacity, 0u64, alloc.clone())?;
+        let free = fixed::reserve(capacity, alloc)?;
+        let owner = token().map_err(|_| InitError::IdentityExhausted)?;
+        Ok(Self {
+            owner,
+            meta,
+            sequence,
+            free,
+            high: 0,
+            alive: 0,
+            retired: 0,
+            last_sequence: 0,
+            revision: 0,
+            structural: true,
+        })
+    }
+
+    /// Owner token of this registry lifetime (nonzero).
+    #[inline]
+    pub fn owner(&self) -> OwnerToken {
+        self.owner
+    }
+
+    /// Number of slots fixed at init.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// Number of alive entities (live or pending destruction).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.alive as usize
+    }
+
+    /// True when no entity is alive.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.alive == 0
+    }
+
+    /// Slots retired at the terminal generation; they count against capacity forever.
+    pub fn retired(&self) -> usize {
+        self.retired as usize
+    }
+
+    /// How many more entities can be created now.
+    #[inline]
+    pub fn available(&self) -> usize {
+        self.free.len() + (self.capacity() - self.high as usize)
+    }
+
+    /// Last creation sequence issued (0 before the first create).
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    /// Structural revision: advances on every create, release, pool insert and pool remove.
+    #[inline]
+    pub fn structural_revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Whether structural changes are accepted now (true after init).
+    #[inline]
+    pub fn is_structural_phase(&self) -> bool {
+        self.structural
+    }
+
+    /// Opens (`true`) or closes (`false`) the structural phase. Outside it, create, release and
+    /// pool membership changes fail with [`WorldError::InvalidPhase`], in release builds too.
+    #[inline]
+    pub fn set_structural_phase(&mut self, open: bool) {
+        self.structural = open;
+    }
+
+    #[inline]
+    fn meta_of(&self, entity: EntityId) -> Option<u64> {
+        if entity.owner() != self.owner {
+            return None;
+        }
+        self.meta
+            .get(entity.slot() as usize)
+            .map(|m| m.load(Relaxed))
+    }
+
+    /// True when `entity` names a live or pending incarnation of this registry: owner, range,
+    /// liveness and generation all match.
+    #[inline]
+    pub fn is_alive(&self, entity: EntityId) -> bool {
+        match self.meta_of(entity) {
+            Some(m) => m & !PENDING == u64::from(entity.generation()) | LIVE,
+            None => false,
+        }
+    }
+
+    /// [`is_alive`](Self::is_alive) and not pending destruction.
+    #[inline]
+    pub fn is_active(&self, entity: EntityId) -> bool {
+        self.meta_of(entity) == Some(u64::from(entity.generation()) | LIVE)
+    }
+
+    /// True when `entity` is alive and its destruction has been recorded.
+    pub fn is_pending(&self, entity: EntityId) -> bool {
+        self.meta_of(entity) == Some(u64::from(entity.generation()) | LIVE | PENDING)
+    }
+
+    /// Creation sequence of an alive entity: a strictly increasing number per create, useful
+    /// for ordering decisions independent of dense order.
+    pub fn creation_sequence(&self, entity: EntityId) -> Option<u64> {
+        self.is_alive(entity)
+            .then(|| self.sequence[entity.slot() as usize])
+    }
+
+    /// Why `entity` is not active, or `Ok(())` when it is. Cold path for diagnostics.
+    ///
+    /// # Errors
+    /// The first failing check, in order: null, owner, range, state, generation.
+    #[cold]
+    pub fn diagnose(&self, entity: EntityId) -> Result<(), Rejection> {
+        if entity.is_null() {
+            return Err(Rejection::Null);
+        }
+        if entity.owner() != self.owner {
+            return Err(Rejection::ForeignOwner);
+        }
+        let Some(meta) = self.meta.get(entity.slot() as usize) else {
+            return Err(Rejection::OutOfRange);
+        };
+        let m = meta.load(Relaxed);
+        if m & RETIRED != 0 {
+            return Err(Rejection::Retired);
+        }
+        if m & LIVE == 0 {
+            return Err(Rejection::Free);
+        }
+        if m & GENERATION_MASK != u64::from(entity.generation()) {
+            return Err(Rejection::Stale);
+        }
+        if m & PENDING != 0 {
+            return Err(Rejection::Pending);
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `entity` is alive (pending allowed), else the rejection reason.
+    ///
+    /// # Errors
+    /// [`WorldError::Rejected`] with the [`diagnose`](Self::diagnose) reason.
+    #[inline]
+    pub fn check_alive(&self, entity: EntityId) -> Result<(), WorldError> {
+        if self.is_alive(entity) {
+            Ok(())
+        } else {
+            Err(WorldError::Rejected(
+                self.diagnose(entity).err().unwrap_or(Rejection::Stale),
+            ))
+        }
+    }
+
+    /// `Ok` inside the structural phase.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`].
+    #[inline]
+    pub fn check_phase(&self) -> Result<(), WorldError> {
+        if self.structural {
+            Ok(())
+        } else {
+            Err(WorldError::InvalidPhase)
+        }
+    }
+
+    /// Checks that `n` more structural revisions are available.
+    ///
+    /// # Errors
+    /// [`WorldError::RevisionExhausted`].
+    #[inline]
+    pub fn check_revisions(&self, n: u64) -> Result<(), WorldError> {
+        if u64::MAX - self.revision >= n {
+            Ok(())
+        } else {
+            Err(WorldError::RevisionExhausted)
+        }
+    }
+
+    /// Advances the structural revision; callers checked the budget first.
+    #[inline]
+    pub(crate) fn bump_revision(&mut self) {
+        debug_assert!(self.revision < u64::MAX);
+        self.revision += 1;
+    }
+
+    /// Checks that `n` entities can be created now (phase, capacity, sequence, revision).
+    ///
+    /// # Errors
+    /// The first budget that is short.
+    pub fn check_create_budget(&self, n: usize) -> Result<(), WorldError> {
+        self.check_phase()?;
+        if self.owner == 0 && n > 0 {
+            return Err(WorldError::CapacityExhausted);
+        }
+        if self.available() < n {
+            return Err(WorldError::CapacityExhausted);
+        }
+        if u64::MAX - self.last_sequence < n as u64 {
+            return Err(WorldError::SequenceExhausted);
+        }
+        self.check_revisions(n as u64)
+    }
+
+    /// Creates an entity. LIFO: the most recently released slot is reused first, then fresh
+    /// slots in increasing order.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`], [`WorldError::CapacityExhausted`],
+    /// [`WorldError::SequenceExhausted`] or [`WorldError::RevisionExhausted`]; nothing changes.
+    #[inline]
+    pub fn try_create(&mut self) -> Result<EntityId, WorldError> {
+        self.check_create_budget(1)?;
+        Ok(self.create_unbudgeted())
+    }
+
+    /// Creates `out.len()` entities, all or nothing.
+    ///
+    /// # Errors
+    /// As [`try_create`](Self::try_create), checked for the whole batch before any is created;
+    /// `out` is untouched on error.
+    pub fn try_create_batch(&mut self, out: &mut [EntityId]) -> Result<(), WorldError> {
+        self.check_create_budget(out.len())?;
+        for e in out {
+            *e = self.create_unbudgeted();
+        }
+        Ok(())
+    }
+
+    /// Creates one entity; the caller checked [`check_create_budget`](Self::check_create_budget).
+    #[inline]
+    pub(crate) fn create_unbudgeted(&mut self) -> EntityId {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                let slot = self.high;
+                self.high += 1;
+                slot
+            }
+        };
+        let meta = &self.meta[slot as usize];
+        let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
+        debug_assert!(
+            generation >= FIRST_GENERATION,
+            "slot {slot} generation {generation}"
+        );
+        meta.store(u64::from(generation) | LIVE, Relaxed);
+        self.last_sequence += 1;
+        self.sequence[slot as usize] = self.last_sequence;
+        self.alive += 1;
+        self.revision += 1;
+        EntityId::from_raw_parts(self.owner, slot, generation)
+    }
+
+    /// Releases an alive (live or pending) entity: its generation advances, or the slot
+    /// retires at the terminal generation. Remove the entity from every pool first (the world
+    /// does this for you).
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`], [`WorldError::Rejected`] or
+    /// [`WorldError::RevisionExhausted`]; nothing changes.
+    pub fn try_release(&mut self, entity: EntityId) -> Result<(), WorldError> {
+        self.check_phase()?;
+        self.check_alive(entity)?;
+        self.check_revisions(1)?;
+        self.release_unchecked_state(entity);
+        Ok(())
+    }
+
+    /// Releases an entity the caller validated as alive, with the revision budget checked.
+    pub(crate) fn release_unchecked_state(&mut self, entity: EntityId) {
+        let slot = entity.slot();
+        let meta = &self.meta[slot as usize];
+        match next_generation(entity.generation()) {
+            GenerationStep::Reuse(g) => {
+                meta.store(u64::from(g) | FREE, Relaxed);
+                self.free.push(slot);
+            }
+            GenerationStep::Retire => {
+                meta.store(u64::from(TERMINAL_GENERATION) | RETIRED, Relaxed);
+                self.retired += 1;
+            }
+        }
+        self.alive -= 1;
+        self.revision += 1;
+    }
+
+    /// Marks an active entity pending destruction (command recording).
+    pub(crate) fn try_mark_pending(&self, entity: EntityId) -> Result<(), Rejection> {
+        let active = u64::from(entity.generation()) | LIVE;
+        let marked = self.owner == entity.owner()
+            && self.meta.get(entity.slot() as usize).is_some_and(|m| {
+                m.compare_exchange(active, active | PENDING, Relaxed, Relaxed)
+                    .is_ok()
+            });
+        if marked {
+            Ok(())
+        } else {
+            Err(self.diagnose(entity).err().unwrap_or(Rejection::Stale))
+        }
+    }
+
+    /// Clears a pending mark set by [`try_mark_pending`](Self::try_mark_pending).
+    pub(crate) fn unmark_pending(&self, entity: EntityId) {
+        if self.owner != entity.owner() {
+            return;
+        }
+        if let Some(m) = self.meta.get(entity.slot() as usize) {
+            let active = u64::from(entity.generation()) | LIVE;
+            let _ = m.compare_exchange(active | PENDING, active, Relaxed, Relaxed);
+        }
+    }
+
+    /// Test hook: sets the last creation sequence and the structural revision, so exhaustion
+    /// can be reached in a test.
+    #[doc(hidden)]
+    pub fn test_hook_set_counters(&mut self, last_sequence: u64, revision: u64) {
+        self.last_sequence = last_sequence;
+        self.revision = revision;
+    }
+
+    /// Test hook: sets the generation the *free* `slot` will be created with. Returns false
+    /// (and changes nothing) when the slot is out of range, alive or retired, or `generation`
+    /// is 0.
+    #[doc(hidden)]
+    pub fn test_hook_set_free_generation(&mut self, slot: u32, generation: u32) -> bool {
+        match self.meta.get(slot as usize) {
+            Some(m) if generation != 0 && m.load(Relaxed) & !GENERATION_MASK == FREE => {
+                m.store(u64::from(generation) | FREE, Relaxed);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl<A: Allocator + Clone> core::fmt::Debug for EntityRegistry<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("EntityRegistry")
+            .field("owner", &self.owner)
+            .field("capacity", &self.capacity())
+            .field("alive", &self.alive)
+            .field("retired", &self.retired)
+            .field("available", &self.available())
+            .field("last_sequence", &self.last_sequence)
+            .field("revision", &self.revision)
+            .field("structural", &self.structural)
+            .finish()
+    }
+}

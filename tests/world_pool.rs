@@ -1,0 +1,126 @@
+//! Pool contracts: full-owner lookups, swap removal, phases, foreign pools.
+
+use ludus::world::{ComponentPool, EntityRegistry, Rejection, WorldError};
+use ludus::EntityId;
+
+#[test]
+fn insert_get_replace_remove_swap() {
+    let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
+    let mut pool = ComponentPool::<u64>::try_new(&reg).unwrap();
+    let es: Vec<EntityId> = (0..4).map(|_| reg.try_create().unwrap()).collect();
+    for (i, e) in es.iter().enumerate() {
+        assert_eq!(pool.insert(&mut reg, *e, i as u64 * 10).unwrap(), None);
+    }
+    assert_eq!(pool.insert(&mut reg, es[2], 99).unwrap(), Some(20));
+    assert_eq!(pool.values(), &[0, 10, 99, 30]);
+    assert_eq!(pool.owners(), &es[..]);
+    // Swap removal: the last element moves into the hole.
+    assert_eq!(pool.remove(&mut reg, es[1]).unwrap(), Some(10));
+    assert_eq!(pool.values(), &[0, 30, 99]);
+    assert_eq!(pool.owners(), &[es[0], es[3], es[2]]);
+    assert_eq!(pool.get(es[3]), Some(&30));
+    assert_eq!(pool.dense_index(es[3]), Some(1));
+    assert_eq!(pool.get(es[1]), None);
+    assert_eq!(pool.remove(&mut reg, es[1]).unwrap(), None);
+    *pool.get_mut(es[0]).unwrap() += 1;
+    assert_eq!(pool.get(es[0]), Some(&1));
+    // Removing the last element.
+    assert_eq!(pool.remove(&mut reg, es[2]).unwrap(), Some(99));
+    assert_eq!(pool.owners(), &[es[0], es[3]]);
+}
+
+#[test]
+fn stale_and_foreign_handles_never_read_another_entity() {
+    let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
+    let mut other = EntityRegistry::try_with_capacity(2).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let old = reg.try_create().unwrap();
+    pool.insert(&mut reg, old, 1).unwrap();
+    pool.remove(&mut reg, old).unwrap();
+    reg.try_release(old).unwrap();
+    let new = reg.try_create().unwrap();
+    assert_eq!(new.slot(), old.slot());
+    pool.insert(&mut reg, new, 2).unwrap();
+    assert_eq!(pool.get(old), None, "stale handle");
+    assert_eq!(pool.get(new), Some(&2));
+    let foreign = other.try_create().unwrap();
+    let forged = EntityId::from_raw_parts(foreign.owner(), new.slot(), new.generation());
+    assert_eq!(pool.get(forged), None, "foreign owner");
+    assert!(!pool.contains(forged));
+    let zero_gen = EntityId::from_raw_parts(reg.owner(), 1, 0);
+    assert_eq!(pool.get(zero_gen), None, "absent slot, generation 0");
+    assert_eq!(
+        pool.get(EntityId::from_raw_parts(reg.owner(), 77, 1)),
+        None,
+        "out of range"
+    );
+    assert_eq!(
+        pool.insert(&mut reg, forged, 5),
+        Err(WorldError::Rejected(Rejection::ForeignOwner))
+    );
+    assert_eq!(
+        pool.insert(&mut other, foreign, 5),
+        Err(WorldError::ForeignPool)
+    );
+    assert_eq!(pool.values(), &[2]);
+}
+
+#[test]
+fn entity_released_without_leaving_the_pool_is_not_visible_to_its_successor() {
+    let mut reg = EntityRegistry::try_with_capacity(1).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let old = reg.try_create().unwrap();
+    pool.insert(&mut reg, old, 7).unwrap();
+    reg.try_release(old).unwrap(); // misuse: the pool still holds `old`
+    let new = reg.try_create().unwrap();
+    assert_eq!(pool.get(new), None);
+    assert!(!pool.contains(new));
+    assert_eq!(pool.insert(&mut reg, new, 8).unwrap(), None);
+    assert_eq!(
+        (pool.len(), pool.get(new), pool.get(old)),
+        (1, Some(&8), None)
+    );
+    assert_eq!(pool.owners(), &[new]);
+}
+
+#[test]
+fn membership_changes_need_the_structural_phase_and_a_live_entity() {
+    let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let e = reg.try_create().unwrap();
+    pool.insert(&mut reg, e, 1).unwrap();
+    reg.set_structural_phase(false);
+    assert_eq!(pool.insert(&mut reg, e, 2), Err(WorldError::InvalidPhase));
+    assert_eq!(pool.remove(&mut reg, e), Err(WorldError::InvalidPhase));
+    *pool.get_mut(e).unwrap() = 3; // value mutation is allowed in every phase
+    pool.values_mut()[0] += 1;
+    reg.set_structural_phase(true);
+    assert_eq!(pool.get(e), Some(&4));
+    let dead = reg.try_create().unwrap();
+    reg.try_release(dead).unwrap();
+    assert_eq!(
+        pool.insert(&mut reg, dead, 1),
+        Err(WorldError::Rejected(Rejection::Free))
+    );
+    let rev = reg.structural_revision();
+    reg.test_hook_set_counters(reg.last_sequence(), u64::MAX);
+    assert_eq!(pool.remove(&mut reg, e), Err(WorldError::RevisionExhausted));
+    assert_eq!(pool.get(e), Some(&4));
+    assert!(rev < u64::MAX);
+}
+
+#[test]
+fn iteration_is_dense_order() {
+    let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
+    let mut pool = ComponentPool::<u8>::try_new(&reg).unwrap();
+    let es: Vec<EntityId> = (0..3).map(|_| reg.try_create().unwrap()).collect();
+    for (i, e) in es.iter().enumerate().rev() {
+        pool.insert(&mut reg, *e, i as u8).unwrap();
+    }
+    let seen: Vec<(EntityId, u8)> = pool.iter().map(|(e, v)| (e, *v)).collect();
+    assert_eq!(seen, vec![(es[2], 2), (es[1], 1), (es[0], 0)]);
+    for (_, v) in pool.iter_mut() {
+        *v *= 2;
+    }
+    assert_eq!(pool.values(), &[4, 2, 0]);
+}

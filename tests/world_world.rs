@@ -1,0 +1,273 @@
+//! The `world!` roster: destroy order, phases, groups, joins and commands.
+
+use bytemuck::{Pod, Zeroable};
+use ludus::world::{join, CommandBuffer, CommandError, InitError, Rejection, WorldError};
+use ludus::EntityId;
+
+/// 2-D position.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Position([f32; 2]);
+/// 2-D velocity.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Velocity([f32; 2]);
+/// Hit points.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Health(u32);
+
+ludus::world! {
+    /// Test world.
+    pub struct Game {
+        /// Positions.
+        pub position: Position,
+        /// Velocities.
+        pub velocity: Velocity,
+        /// Hit points.
+        pub health: Health,
+    }
+    groups { moving(position: Position, velocity: Velocity) }
+}
+
+ludus::world! {
+    struct Plain { hp: Health }
+}
+
+fn spawn(g: &mut Game, p: f32, v: Option<f32>) -> EntityId {
+    let e = g.create().unwrap();
+    g.insert(e, Position([p, 0.0])).unwrap();
+    if let Some(v) = v {
+        g.insert(e, Velocity([v, 0.0])).unwrap();
+    }
+    g.insert(e, Health(1)).unwrap();
+    e
+}
+
+#[test]
+fn destroy_removes_from_every_pool_then_releases() {
+    let mut g = Game::try_new(8).unwrap();
+    let a = spawn(&mut g, 1.0, Some(1.0));
+    let b = spawn(&mut g, 2.0, None);
+    g.destroy(a).unwrap();
+    assert!(!g.registry.is_alive(a));
+    assert_eq!(
+        (g.position.len(), g.velocity.len(), g.health.len()),
+        (1, 0, 1)
+    );
+    assert_eq!(g.get::<Position>(b), Some(&Position([2.0, 0.0])));
+    assert_eq!(g.destroy(a), Err(WorldError::Rejected(Rejection::Free)));
+    assert!(g.check_groups());
+}
+
+#[test]
+fn structural_changes_refused_outside_the_phase() {
+    let mut g = Game::try_new(4).unwrap();
+    let e = spawn(&mut g, 0.0, Some(1.0));
+    let rev = g.registry.structural_revision();
+    g.end_structural();
+    assert_eq!(g.create(), Err(WorldError::InvalidPhase));
+    assert_eq!(g.destroy(e), Err(WorldError::InvalidPhase));
+    assert_eq!(g.insert(e, Health(3)), Err(WorldError::InvalidPhase));
+    assert_eq!(g.remove::<Velocity>(e), Err(WorldError::InvalidPhase));
+    assert_eq!(g.registry.structural_revision(), rev);
+    // Values stay writable.
+    g.get_mut::<Health>(e).unwrap().0 = 9;
+    assert_eq!(g.health.get(e), Some(&Health(9)));
+    assert_eq!(g.moving().0.len(), 1);
+    g.begin_structural();
+    g.destroy(e).unwrap();
+}
+
+#[test]
+fn systems_read_the_registry_while_writing_pools() {
+    let mut g = Game::try_new(4).unwrap();
+    let e = spawn(&mut g, 0.0, Some(2.0));
+    g.end_structural();
+    let registry = &g.registry;
+    for (id, h) in g.health.iter_mut() {
+        if registry.is_active(id) {
+            h.0 += 1;
+        }
+    }
+    assert_eq!(g.get::<Health>(e), Some(&Health(2)));
+}
+
+#[test]
+fn owned_group_packs_and_unpacks() {
+    let mut g = Game::try_new(16).unwrap();
+    let a = spawn(&mut g, 1.0, None);
+    let b = spawn(&mut g, 2.0, Some(20.0));
+    let c = spawn(&mut g, 3.0, None);
+    let d = spawn(&mut g, 4.0, Some(40.0));
+    assert!(g.check_groups());
+    {
+        let (ids, pos, vel) = g.moving();
+        assert_eq!(ids, &[b, d]);
+        for (p, v) in pos.iter_mut().zip(vel.iter()) {
+            p.0[0] += v.0[0];
+        }
+    }
+    assert_eq!(g.get::<Position>(b), Some(&Position([22.0, 0.0])));
+    assert_eq!(g.get::<Position>(d), Some(&Position([44.0, 0.0])));
+    g.insert(a, Velocity([1.0, 0.0])).unwrap();
+    assert_eq!(g.moving().0, &[b, d, a]);
+    g.remove::<Position>(b).unwrap();
+    assert!(g.check_groups());
+    assert_eq!(g.moving().0.len(), 2);
+    g.remove::<Health>(d).unwrap(); // not a member: group unchanged
+    assert_eq!(g.moving().0.len(), 2);
+    g.destroy(a).unwrap();
+    assert_eq!(g.moving().0, &[d]);
+    g.insert(c, Velocity([0.0, 0.0])).unwrap();
+    g.insert(b, Position([0.0, 0.0])).unwrap();
+    assert!(g.check_groups());
+    let (ids, _, _) = g.moving();
+    let mut ids = ids.to_vec();
+    ids.sort();
+    let mut want = vec![b, c, d];
+    want.sort();
+    assert_eq!(ids, want);
+}
+
+#[test]
+fn join_is_driven_by_the_smallest_pool() {
+    let mut g = Game::try_new(16).unwrap();
+    let es: Vec<EntityId> = (0..6)
+        .map(|i| spawn(&mut g, i as f32, (i % 2 == 0).then_some(1.0)))
+        .collect();
+    let seen: Vec<EntityId> = join((&g.health, &g.velocity)).map(|(e, _)| e).collect();
+    assert_eq!(seen, g.velocity.owners(), "driver is velocity (3 < 6)");
+    for (_, (p, v, h)) in join((&mut g.position, &g.velocity, &mut g.health)) {
+        p.0[0] += v.0[0];
+        h.0 += 1;
+    }
+    for (i, e) in es.iter().enumerate() {
+        let moved = i % 2 == 0;
+        let want = i as f32 + if moved { 1.0 } else { 0.0 };
+        assert_eq!(g.position.get(*e).unwrap().0[0], want);
+        assert_eq!(g.health.get(*e).unwrap().0, 1 + moved as u32);
+    }
+}
+
+#[test]
+fn commit_applies_in_order_and_resolves_provisionals() {
+    let mut g = Game::try_new(8).unwrap();
+    let old = spawn(&mut g, 1.0, Some(1.0));
+    let keep = spawn(&mut g, 2.0, None);
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    g.end_structural();
+    let p = cmd.create().unwrap();
+    cmd.insert(&g.registry, p, Health(5)).unwrap();
+    cmd.insert(&g.registry, p, Position([9.0, 9.0])).unwrap();
+    cmd.insert(&g.registry, keep, Velocity([3.0, 0.0])).unwrap();
+    cmd.destroy(&g.registry, old).unwrap();
+    assert!(g.registry.is_alive(old) && !g.registry.is_active(old));
+    assert_eq!(
+        g.get::<Health>(old),
+        Some(&Health(1)),
+        "pending keeps values"
+    );
+    assert_eq!(
+        cmd.destroy(&g.registry, old),
+        Err(CommandError::Rejected(Rejection::Pending))
+    );
+    assert_eq!(
+        cmd.insert(&g.registry, old, Health(0)),
+        Err(CommandError::Rejected(Rejection::Pending))
+    );
+    assert_eq!(g.commit(&mut cmd), Err(WorldError::InvalidPhase));
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    assert!(cmd.is_empty());
+    let new = cmd.resolve(p).unwrap();
+    assert_eq!(g.get::<Health>(new), Some(&Health(5)));
+    assert_eq!(g.get::<Position>(new), Some(&Position([9.0, 9.0])));
+    assert!(!g.registry.is_alive(old));
+    assert_eq!(g.moving().0, &[keep]);
+    // A provisional from an older epoch is refused.
+    assert_eq!(
+        cmd.insert(&g.registry, p, Health(1)),
+        Err(CommandError::ForeignProvisional)
+    );
+}
+
+#[test]
+fn failed_commit_applies_nothing() {
+    let mut g = Game::try_new(3).unwrap();
+    let a = spawn(&mut g, 1.0, None);
+    let b = spawn(&mut g, 2.0, None);
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    // Two creates, one free slot (the destroy's slot does not count): preflight fails.
+    cmd.insert(&g.registry, a, Velocity([1.0, 1.0])).unwrap();
+    cmd.destroy(&g.registry, b).unwrap();
+    let p1 = cmd.create().unwrap();
+    cmd.insert(&g.registry, p1, Health(7)).unwrap();
+    let _p2 = cmd.create().unwrap();
+    let rev = g.registry.structural_revision();
+    assert_eq!(g.commit(&mut cmd), Err(WorldError::CapacityExhausted));
+    assert_eq!(g.registry.structural_revision(), rev);
+    assert_eq!((g.registry.len(), g.velocity.len()), (2, 0));
+    assert!(g.registry.is_pending(b));
+    assert_eq!(cmd.len(), 5, "buffer kept");
+    // Clearing unmarks the pending destroy.
+    cmd.clear(&g.registry);
+    assert!(g.registry.is_active(b));
+    // A target destroyed behind the buffer's back fails the whole batch.
+    cmd.insert(&g.registry, a, Velocity([1.0, 1.0])).unwrap();
+    cmd.insert(&g.registry, b, Health(2)).unwrap();
+    g.destroy(b).unwrap();
+    let rev = g.registry.structural_revision();
+    assert_eq!(
+        g.commit(&mut cmd),
+        Err(WorldError::Rejected(Rejection::Free))
+    );
+    assert_eq!(g.registry.structural_revision(), rev);
+    assert_eq!(g.velocity.len(), 0);
+    // A type the world does not store fails the whole batch.
+    cmd.clear(&g.registry);
+    cmd.insert(&g.registry, a, Velocity([1.0, 1.0])).unwrap();
+    cmd.insert(&g.registry, a, 5u8).unwrap();
+    assert_eq!(g.commit(&mut cmd), Err(WorldError::UnknownComponent));
+    assert_eq!(g.velocity.len(), 0);
+    // Revision budget short: nothing applied.
+    cmd.clear(&g.registry);
+    cmd.insert(&g.registry, a, Velocity([1.0, 1.0])).unwrap();
+    cmd.destroy(&g.registry, a).unwrap();
+    let reg_rev = u64::MAX - 2; // insert (1) + destroy (3 pools + 1) needs 5
+    set_revision(&mut g, reg_rev);
+    assert_eq!(g.commit(&mut cmd), Err(WorldError::RevisionExhausted));
+    assert_eq!((g.velocity.len(), g.registry.is_alive(a)), (0, true));
+}
+
+fn set_revision(g: &mut Game, revision: u64) {
+    let seq = g.registry.last_sequence();
+    ludus::world::ReadOnly::__get_mut(&mut g.registry).test_hook_set_counters(seq, revision);
+}
+
+#[test]
+fn bounded_buffer_refuses_when_full_and_marks_nothing() {
+    let g = Game::try_new(4).unwrap();
+    let mut g = g;
+    let a = spawn(&mut g, 0.0, None);
+    let mut cmd = CommandBuffer::try_with_capacity(1, 4).unwrap();
+    assert_eq!(
+        cmd.insert(&g.registry, a, Position([0.0, 0.0])),
+        Err(CommandError::BufferFull),
+        "8 bytes > 4"
+    );
+    cmd.create().unwrap();
+    assert_eq!(cmd.destroy(&g.registry, a), Err(CommandError::BufferFull));
+    assert!(g.registry.is_active(a), "refused destroy marks nothing");
+}
+
+#[test]
+fn overlapping_groups_are_an_init_error() {
+    ludus::world! {
+        struct Bad { a: Health, b: Position }
+        groups { one(a: Health, b: Position), two(b: Position, a: Health) }
+    }
+    assert_eq!(Bad::try_new(4).err(), Some(InitError::GroupOverlap));
+    let p = Plain::try_new(2).unwrap();
+    assert_eq!(p.hp.len(), 0);
+}
