@@ -28,6 +28,7 @@ fn bench<W: Workload>(g: &mut BenchmarkGroup<'_, WallTime>, contender: &str) {
 macro_rules! group {
     ($c:expr, $name:literal, $w:ident) => {{
         let mut g = $c.benchmark_group($name);
+        bench::<ludus_c::$w>(&mut g, "ludus");
         bench::<raw::$w>(&mut g, "raw");
         bench::<hecs_c::$w>(&mut g, "hecs");
         bench::<bevy_c::$w>(&mut g, "bevy");

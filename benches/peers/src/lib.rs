@@ -1,7 +1,7 @@
 //! Peer comparison: ludus against hecs, bevy_ecs, shipyard, sparsey and a raw `Vec` baseline on
 //! the same workloads (modelled on the ecs_bench_suite), driven by `benches/peers.rs`.
 //!
-//! Every contender module (`raw`, `hecs_c`, `bevy_c`, `shipyard_c`, `sparsey_c`, `ludus_c`)
+//! Every contender module (`raw`, `ludus_c`, `hecs_c`, `bevy_c`, `shipyard_c`, `sparsey_c`, `ludus_c`)
 //! defines one type per workload (`SimpleInsert`, `SimpleIter`, `FragIter`, `HeavyCompute`,
 //! `HeavyComputeParallel`, `AddRemove`, `HandleGet`, `Churn`) implementing [`Workload`].
 //! [`verify`] runs each workload once per contender and checks that all checksums agree, so every
@@ -14,6 +14,7 @@ pub mod math;
 
 pub mod bevy_c;
 pub mod hecs_c;
+pub mod ludus_c;
 pub mod raw;
 pub mod shipyard_c;
 pub mod sparsey_c;
@@ -66,11 +67,19 @@ pub fn checksum_of<W: Workload>() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // Shared initial values: entity number `i` gets exactly these components in every contender.
 
-/// Transform of entity `i`.
+/// `sin(1.2)`.
+pub const SIN_1_2: f32 = 0.932_039_1;
+/// `cos(1.2)`.
+pub const COS_1_2: f32 = 0.362_357_76;
+
+/// Transform of entity `i`: a rotation of 1.2 rad about x (constant sine and cosine, so making
+/// the value costs next to nothing beside the insert being timed) and an `i`-dependent
+/// translation.
 pub fn transform(i: usize) -> Transform {
     let f = i as f32;
     Transform(Mat4::rotation_x_translation(
-        1.2 + f * 1e-3,
+        SIN_1_2,
+        COS_1_2,
         Vec3::new(f, 1.0, -f),
     ))
 }
@@ -193,6 +202,7 @@ macro_rules! all_contenders {
     ($w:ident) => {
         vec![
             ("raw", checksum_of::<raw::$w>()),
+            ("ludus", checksum_of::<ludus_c::$w>()),
             ("hecs", checksum_of::<hecs_c::$w>()),
             ("bevy", checksum_of::<bevy_c::$w>()),
             ("shipyard", checksum_of::<shipyard_c::$w>()),

@@ -43,9 +43,8 @@ impl Mat4 {
         ],
     };
 
-    /// A rotation of `angle` radians about x, followed by a translation.
-    pub fn rotation_x_translation(angle: f32, t: Vec3) -> Mat4 {
-        let (s, c) = angle.sin_cos();
+    /// A rotation about x given by its sine `s` and cosine `c`, followed by a translation.
+    pub fn rotation_x_translation(s: f32, c: f32, t: Vec3) -> Mat4 {
         Mat4 {
             m: [
                 [1.0, 0.0, 0.0, t.x],
@@ -136,7 +135,11 @@ impl Mat4 {
 
 /// The heavy_compute kernel: invert `mat` [`crate::HEAVY_INVERSIONS`] times (keeping it when
 /// singular), then transform `pos` by the result.
-#[inline]
+///
+/// Never inlined: every contender calls the very same machine code, so heavy_compute measures
+/// the ECS (iteration, scheduling), not how the optimiser happened to schedule the kernel in
+/// each caller.
+#[inline(never)]
 pub fn heavy_kernel(mat: &mut Mat4, pos: &mut Vec3) {
     for _ in 0..crate::HEAVY_INVERSIONS {
         if let Some(inv) = mat.inverse() {
@@ -149,6 +152,7 @@ pub fn heavy_kernel(mat: &mut Mat4, pos: &mut Vec3) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{COS_1_2, SIN_1_2};
 
     fn assert_near_identity(p: &Mat4) {
         for r in 0..4 {
@@ -175,12 +179,18 @@ mod tests {
         };
         for m in [
             general,
-            Mat4::rotation_x_translation(1.2, Vec3::new(1.0, -2.0, 3.0)),
+            Mat4::rotation_x_translation(SIN_1_2, COS_1_2, Vec3::new(1.0, -2.0, 3.0)),
         ] {
             let inv = m.inverse().expect("invertible");
             assert_near_identity(&m.mul(&inv));
             assert_near_identity(&inv.mul(&m));
         }
+    }
+
+    #[test]
+    fn rotation_constants_are_sin_and_cos_of_1_2() {
+        assert!((1.2f32.sin() - SIN_1_2).abs() < 1e-6);
+        assert!((1.2f32.cos() - COS_1_2).abs() < 1e-6);
     }
 
     #[test]
