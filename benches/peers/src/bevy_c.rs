@@ -213,8 +213,8 @@ impl Workload for AddRemove {
     }
 }
 
-/// handle_get via a cached `QueryState::get` (what a system's `Query::get` does; `World::get`
-/// would also look the component id up per call).
+/// handle_get via `Query::get` on a query made once per run from a cached `QueryState` (what a
+/// system does; `World::get` would also look the component id up per call).
 pub struct HandleGet {
     world: World,
     query: QueryState<&'static Position>,
@@ -238,9 +238,10 @@ impl Workload for HandleGet {
         }
     }
     fn run(&mut self) {
+        let query = self.query.query(&self.world);
         let mut sum = 0u64;
         for &e in &self.lookups {
-            if let Ok(p) = self.query.get(&self.world, e) {
+            if let Ok(p) = query.get(e) {
                 sum = sum.wrapping_add(handle_get_term(p));
             }
         }

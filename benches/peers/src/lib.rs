@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod components;
 pub mod math;
 
