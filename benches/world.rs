@@ -49,15 +49,28 @@ fn game(n: usize) -> (Game, Vec<EntityId>) {
     let mut g = Game::try_new(n).unwrap();
     let ids = (0..n)
         .map(|i| {
-            let e = g.create().unwrap();
-            g.insert(e, IDENTITY).unwrap();
-            g.insert(e, Position([i as f32; 3])).unwrap();
-            g.insert(e, Rotation([0.0; 3])).unwrap();
-            g.insert(e, Velocity([1.0; 3])).unwrap();
-            e
+            g.spawn((
+                IDENTITY,
+                Position([i as f32; 3]),
+                Rotation([0.0; 3]),
+                Velocity([1.0; 3]),
+            ))
+            .unwrap()
         })
         .collect();
     (g, ids)
+}
+
+fn game_by_inserts(n: usize) -> Game {
+    let mut g = Game::try_new(n).unwrap();
+    for i in 0..n {
+        let e = g.create().unwrap();
+        g.insert(e, IDENTITY).unwrap();
+        g.insert(e, Position([i as f32; 3])).unwrap();
+        g.insert(e, Rotation([0.0; 3])).unwrap();
+        g.insert(e, Velocity([1.0; 3])).unwrap();
+    }
+    g
 }
 
 fn simple_insert(c: &mut Criterion) {
@@ -65,53 +78,24 @@ fn simple_insert(c: &mut Criterion) {
     group.bench_function("ludus", |b| {
         b.iter(|| black_box(game(10_000).0.registry.len()))
     });
-    group.finish();
-    let mut group = c.benchmark_group("world_init");
-    group.bench_function("ludus", |b| {
-        b.iter(|| black_box(Game::try_new(10_000).unwrap()))
-    });
-    group.bench_function("ludus_create_only", |b| {
+    group.bench_function("ludus_batch", |b| {
         b.iter(|| {
             let mut g = Game::try_new(10_000).unwrap();
-            for _ in 0..10_000 {
-                black_box(g.create().unwrap());
-            }
-            g
+            g.spawn_batch((0..10_000).map(|i| {
+                (
+                    IDENTITY,
+                    Position([i as f32; 3]),
+                    Rotation([0.0; 3]),
+                    Velocity([1.0; 3]),
+                )
+            }))
+            .unwrap();
+            black_box(g.registry.len())
         })
     });
-    group.bench_function("ludus_insert_rotation", |b| {
-        b.iter(|| {
-            let mut g = Game::try_new(10_000).unwrap();
-            for _ in 0..10_000 {
-                let e = g.create().unwrap();
-                g.insert(e, Rotation([0.0; 3])).unwrap();
-            }
-            g
-        })
+    group.bench_function("ludus_inserts", |b| {
+        b.iter(|| black_box(game_by_inserts(10_000).registry.len()))
     });
-    group.bench_function("ludus_insert_transform", |b| {
-        b.iter(|| {
-            let mut g = Game::try_new(10_000).unwrap();
-            for _ in 0..10_000 {
-                let e = g.create().unwrap();
-                g.insert(e, IDENTITY).unwrap();
-            }
-            g
-        })
-    });
-    group.bench_function("ludus_insert_posvel", |b| {
-        b.iter(|| {
-            let mut g = Game::try_new(10_000).unwrap();
-            for _ in 0..10_000 {
-                let e = g.create().unwrap();
-                g.insert(e, Position([0.0; 3])).unwrap();
-                g.insert(e, Velocity([0.0; 3])).unwrap();
-            }
-            g
-        })
-    });
-    group.finish();
-    let mut group = c.benchmark_group("simple_insert");
     group.bench_function("raw", |b| {
         b.iter(|| {
             let n = 10_000;
@@ -129,6 +113,11 @@ fn simple_insert(c: &mut Criterion) {
             }
             black_box((t, p, r, v));
         })
+    });
+    group.finish();
+    let mut group = c.benchmark_group("world_init");
+    group.bench_function("ludus", |b| {
+        b.iter(|| black_box(Game::try_new(10_000).unwrap()))
     });
     group.finish();
 }
@@ -393,6 +382,16 @@ fn handle_get(c: &mut Criterion) {
             let mut sum = 0.0;
             for &e in &handles {
                 sum += g.position.get(e).map_or(0.0, |p| p.0[0]);
+            }
+            black_box(sum)
+        })
+    });
+    group.bench_function("ludus_sparse_path", |b| {
+        b.iter(|| {
+            let mut sum = 0.0;
+            let values = g.position.values();
+            for &e in &handles {
+                sum += g.position.dense_index(e).map_or(0.0, |i| values[i].0[0]);
             }
             black_box(sum)
         })

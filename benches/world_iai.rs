@@ -9,6 +9,66 @@ use ludus::EntityId;
 
 const N: usize = 1_000;
 
+/// 4x4 matrix.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Transform([f32; 16]);
+/// Position.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Position([f32; 3]);
+/// Rotation.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Rotation([f32; 3]);
+/// Velocity.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Velocity([f32; 3]);
+
+ludus::world! {
+    pub struct Game { transform: Transform, position: Position, rotation: Rotation, velocity: Velocity }
+    groups { moving(position: Position, velocity: Velocity) }
+}
+
+fn game() -> Game {
+    Game::try_new(N).unwrap()
+}
+
+fn spawned() -> (Game, Vec<EntityId>) {
+    let mut g = game();
+    let ids = (0..N).map(|_| spawn_one(&mut g)).collect();
+    (g, ids)
+}
+
+fn spawn_one(g: &mut Game) -> EntityId {
+    g.spawn((
+        Transform([1.0; 16]),
+        Position([0.0; 3]),
+        Rotation([0.0; 3]),
+        Velocity([1.0; 3]),
+    ))
+    .unwrap()
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = game)]
+fn spawn(mut g: Game) -> usize {
+    for _ in 0..N {
+        black_box(spawn_one(&mut g));
+    }
+    g.registry.len()
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = spawned)]
+fn destroy((mut g, ids): (Game, Vec<EntityId>)) -> usize {
+    for &e in &ids {
+        g.destroy(black_box(e)).unwrap();
+    }
+    g.registry.len()
+}
+
 type Setup = (EntityRegistry, ComponentPool<[f32; 3]>, Vec<EntityId>);
 
 fn empty() -> Setup {
@@ -94,7 +154,7 @@ fn iterate((_reg, mut pool, _ids): Setup) -> f32 {
 
 library_benchmark_group!(
     name = world;
-    benchmarks = create, release, is_alive, insert, remove, get, iterate
+    benchmarks = create, release, is_alive, insert, remove, get, iterate, spawn, destroy
 );
 
 main!(library_benchmark_groups = world);

@@ -101,6 +101,10 @@ fn world_and_commands_allocate_nothing_after_init() {
                 g.insert(*e, Velocity([1.0; 3])).unwrap();
             }
         }
+        let spawned = g
+            .spawn((Transform([1.0; 16]), Position([0.0; 3]), Velocity([0.0; 3])))
+            .unwrap();
+        ids.push(spawned);
         let (_, pos, vel) = g.moving();
         for (p, v) in pos.iter_mut().zip(vel.iter()) {
             p.0[0] += v.0[0];

@@ -32,6 +32,7 @@ const CAPACITY: usize = 6;
 #[derive(Debug, Clone)]
 enum Op {
     Create,
+    Spawn(u32, u64),
     Destroy(usize),
     InsertA(usize, u32),
     InsertB(usize, u64),
@@ -45,6 +46,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => Just(Op::Create),
+        2 => (any::<u32>(), any::<u64>()).prop_map(|(a, b)| Op::Spawn(a, b)),
         2 => any::<usize>().prop_map(Op::Destroy),
         3 => (any::<usize>(), any::<u32>()).prop_map(|(i, v)| Op::InsertA(i, v)),
         3 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::InsertB(i, v)),
@@ -122,6 +124,24 @@ fn run(ops: Vec<Op>) {
                     assert!(!handles.contains(&e), "fresh handle {e:?}");
                     handles.push(e);
                     m.alive.insert(e, Row::default());
+                }
+            }
+            Op::Spawn(a, b) => {
+                let got = w.spawn((A(a), B(b)));
+                if !m.structural {
+                    assert_eq!(got, Err(WorldError::InvalidPhase));
+                } else if m.alive.len() + m.retired == CAPACITY {
+                    assert_eq!(got, Err(WorldError::CapacityExhausted));
+                } else {
+                    let e = got.unwrap();
+                    assert!(!handles.contains(&e), "fresh handle {e:?}");
+                    handles.push(e);
+                    let row = Row {
+                        a: Some(A(a)),
+                        b: Some(B(b)),
+                        c: None,
+                    };
+                    m.alive.insert(e, row);
                 }
             }
             Op::Destroy(i) => {
@@ -232,11 +252,19 @@ fn run(ops: Vec<Op>) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+fn config() -> ProptestConfig {
+    let mut config = ProptestConfig {
         cases: if cfg!(miri) { 4 } else { 256 },
         ..ProptestConfig::default()
-    })]
+    };
+    if cfg!(miri) {
+        config.failure_persistence = None; // Miri's isolation forbids the file system
+    }
+    config
+}
+
+proptest! {
+    #![proptest_config(config())]
     #[test]
     fn world_matches_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
         run(ops);

@@ -142,6 +142,14 @@ fn join_is_driven_by_the_smallest_pool() {
         p.0[0] += v.0[0];
         h.0 += 1;
     }
+    // The exclusive column drives (velocity is the smaller pool), and a hint miss falls back
+    // to the sparse map (position was reordered by the group).
+    for (_, (v, p)) in join((&mut g.velocity, &g.position)) {
+        v.0[1] = p.0[0];
+    }
+    for (e, v) in g.velocity.iter() {
+        assert_eq!(v.0[1], g.position.get(e).unwrap().0[0]);
+    }
     for (i, e) in es.iter().enumerate() {
         let moved = i % 2 == 0;
         let want = i as f32 + if moved { 1.0 } else { 0.0 };
@@ -270,4 +278,43 @@ fn overlapping_groups_are_an_init_error() {
     assert_eq!(Bad::try_new(4).err(), Some(InitError::GroupOverlap));
     let p = Plain::try_new(2).unwrap();
     assert_eq!(p.hp.len(), 0);
+}
+
+#[test]
+fn spawn_checks_once_and_joins_groups() {
+    let mut g = Game::try_new(2).unwrap();
+    let e = g
+        .spawn((Position([1.0, 0.0]), Velocity([2.0, 0.0]), Health(3)))
+        .unwrap();
+    assert_eq!(g.registry.structural_revision(), 4);
+    assert_eq!(g.moving().0, &[e]);
+    assert_eq!(g.get::<Health>(e), Some(&Health(3)));
+    g.end_structural();
+    assert_eq!(g.spawn((Health(1),)), Err(WorldError::InvalidPhase));
+    g.begin_structural();
+    g.spawn((Health(1),)).unwrap();
+    assert_eq!(g.spawn((Health(1),)), Err(WorldError::CapacityExhausted));
+    assert_eq!(g.health.len(), 2);
+    let mut g = Game::try_new(2).unwrap();
+    set_revision(&mut g, u64::MAX - 2);
+    assert_eq!(
+        g.spawn((Position([0.0; 2]), Velocity([0.0; 2]), Health(0))),
+        Err(WorldError::RevisionExhausted)
+    );
+    assert_eq!((g.registry.len(), g.position.len()), (0, 0));
+}
+
+#[test]
+fn spawn_batch_is_all_or_nothing() {
+    let mut g = Game::try_new(4).unwrap();
+    let too_many = (0..5).map(|i| (Health(i), Position([i as f32, 0.0])));
+    assert_eq!(g.spawn_batch(too_many), Err(WorldError::CapacityExhausted));
+    assert_eq!((g.registry.len(), g.health.len()), (0, 0));
+    let n = g
+        .spawn_batch((0..3).map(|i| (Position([i as f32, 0.0]), Velocity([1.0, 0.0]))))
+        .unwrap();
+    assert_eq!(n, 3);
+    assert_eq!(g.moving().0.len(), 3);
+    assert_eq!(g.registry.structural_revision(), 9);
+    assert!(g.check_groups());
 }

@@ -16,8 +16,9 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
+use super::registry::process_owner_token;
 use super::{fixed, CommandError, EntityId, EntityRegistry, InitError, WorldError};
-use crate::identity::{issue_owner_token, OwnerToken};
+use crate::identity::OwnerToken;
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -134,7 +135,7 @@ impl CommandBuffer<Global> {
     /// A buffer for `commands` commands and `bytes` bytes of inserted values.
     ///
     /// # Errors
-    /// [`InitError`] on allocation failure or token exhaustion.
+    /// [`InitError`] on a capacity over `u32::MAX`, allocation failure or token exhaustion.
     pub fn try_with_capacity(commands: usize, bytes: usize) -> Result<Self, InitError> {
         Self::try_with_capacity_in(commands, bytes, Global)
     }
@@ -150,10 +151,17 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         bytes: usize,
         alloc: A,
     ) -> Result<Self, InitError> {
+        let max = u32::MAX as usize;
+        if commands > max || bytes > max {
+            return Err(InitError::CapacityTooLarge {
+                requested: commands.max(bytes),
+                max,
+            });
+        }
         let commands_v = fixed::reserve(commands, alloc.clone())?;
         let bytes_v = fixed::reserve(bytes, alloc.clone())?;
         let created = fixed::reserve(commands, alloc)?;
-        let token = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+        let token = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,
             epoch: 0,

@@ -13,13 +13,11 @@ use bytemuck::Pod;
 use super::{ComponentPool, EntityId};
 use allocator_api2::alloc::Allocator;
 
-/// Object-safe view of a pool used for group maintenance.
+/// Object-safe view of a pool used to check group invariants.
 #[doc(hidden)]
 pub trait GroupMember {
     /// Dense index of `entity`, if present.
     fn member_index(&self, entity: EntityId) -> Option<usize>;
-    /// Swaps two dense positions.
-    fn member_swap(&mut self, i: usize, j: usize);
     /// Dense owners.
     fn member_owners(&self) -> &[EntityId];
 }
@@ -27,9 +25,6 @@ pub trait GroupMember {
 impl<T: Pod, A: Allocator + Clone> GroupMember for ComponentPool<T, A> {
     fn member_index(&self, entity: EntityId) -> Option<usize> {
         self.dense_index(entity)
-    }
-    fn member_swap(&mut self, i: usize, j: usize) {
-        self.swap_dense(i, j);
     }
     fn member_owners(&self) -> &[EntityId] {
         self.owners()
@@ -55,38 +50,43 @@ impl OwnedGroup {
         self.len == 0
     }
 
-    /// After `entity` gained a member: packs it if it now holds every member.
+    /// Given an entity's dense index in every member (after it gained a member): whether it
+    /// now holds every member and is outside the prefix, i.e. must be packed.
     #[doc(hidden)]
-    pub fn pack(&mut self, members: &mut [&mut dyn GroupMember], entity: EntityId) {
-        let mut indices = [0usize; 16];
-        assert!(members.len() <= indices.len(), "at most 16 group members");
-        for (m, slot) in members.iter().zip(indices.iter_mut()) {
-            match m.member_index(entity) {
-                Some(i) if i >= self.len => *slot = i,
-                _ => return, // missing a member, or already packed
-            }
-        }
-        for (m, &i) in members.iter_mut().zip(indices.iter()) {
-            m.member_swap(i, self.len);
-        }
-        self.len += 1;
+    #[inline]
+    pub fn must_pack(&self, indices: &[Option<usize>]) -> bool {
+        indices
+            .iter()
+            .all(|i| matches!(i, Some(i) if *i >= self.len))
     }
 
-    /// Before `entity` loses a member: unpacks it if it is packed.
+    /// Given an entity's dense index in every member (before it loses a member): whether it is
+    /// packed, i.e. must be unpacked.
     #[doc(hidden)]
-    pub fn unpack(&mut self, members: &mut [&mut dyn GroupMember], entity: EntityId) {
-        let mut indices = [0usize; 16];
-        assert!(members.len() <= indices.len(), "at most 16 group members");
-        for (m, slot) in members.iter().zip(indices.iter_mut()) {
-            match m.member_index(entity) {
-                Some(i) if i < self.len => *slot = i,
-                _ => return,
-            }
-        }
+    #[inline]
+    pub fn must_unpack(&self, indices: &[Option<usize>]) -> bool {
+        indices
+            .iter()
+            .all(|i| matches!(i, Some(i) if *i < self.len))
+    }
+
+    /// Grows the prefix by one; returns the position the packed entity must be swapped to in
+    /// every member.
+    #[doc(hidden)]
+    #[inline]
+    pub fn grow(&mut self) -> usize {
+        self.len += 1;
+        self.len - 1
+    }
+
+    /// Shrinks the prefix by one; returns the position the unpacked entity must be swapped to
+    /// in every member.
+    #[doc(hidden)]
+    #[inline]
+    pub fn shrink(&mut self) -> usize {
+        debug_assert!(self.len > 0);
         self.len -= 1;
-        for (m, &i) in members.iter_mut().zip(indices.iter()) {
-            m.member_swap(i, self.len);
-        }
+        self.len
     }
 
     /// Checks the invariant (O(len)); used by debug assertions and tests.

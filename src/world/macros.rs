@@ -174,16 +174,70 @@ macro_rules! world {
                 registry.check_alive(entity)?;
                 registry.check_revisions(POOLS + 1)?;
                 $($(
-                    self.$group.unpack(
-                        &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                              $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                        entity,
-                    );
+                    $crate::__world_group_op!(self, unpack, entity, $group, $gfirst $(, $gfield)*);
                 )*)?
-                $( let _ = self.$field.remove(registry, entity)?; )+
+                let mut removed = 0u64;
+                $( removed += u64::from(self.$field.remove_validated(entity).is_some()); )+
+                registry.advance_revision(removed);
                 // Durable-binding hook: detach the entity's binding here, before the slot is
                 // released (seed 000, "Destruction and physical retirement").
-                registry.try_release(entity)
+                registry.release_validated(entity);
+                ::core::result::Result::Ok(())
+            }
+
+            /// Creates an entity holding every component of `bundle` (a tuple of distinct
+            /// component types), checking phase and budgets once.
+            ///
+            /// # Errors
+            /// As [`create`](Self::create) (also `RevisionExhausted` for the inserts); nothing
+            /// changes.
+            #[inline]
+            pub fn spawn<B: $crate::world::Bundle<Self>>(
+                &mut self,
+                bundle: B,
+            ) -> ::core::result::Result<$crate::EntityId, $crate::world::WorldError> {
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.check_create_budget(1)?;
+                registry.check_revisions(1 + B::LEN)?;
+                let entity = registry.create_unbudgeted();
+                registry.advance_revision(B::LEN);
+                bundle.insert_validated(self, entity);
+                ::core::result::Result::Ok(entity)
+            }
+
+            /// Spawns one entity per bundle of `bundles`, all or nothing: phase, capacity,
+            /// sequence and revision budgets are checked once for the iterator's exact length.
+            /// Returns the number spawned (their handles are the last entries of each pool's
+            /// `owners()`).
+            ///
+            /// # Errors
+            /// As [`spawn`](Self::spawn), for the whole batch; nothing changes.
+            pub fn spawn_batch<B, I>(
+                &mut self,
+                bundles: I,
+            ) -> ::core::result::Result<usize, $crate::world::WorldError>
+            where
+                B: $crate::world::Bundle<Self>,
+                I: ::core::iter::IntoIterator<Item = B>,
+                I::IntoIter: ::core::iter::ExactSizeIterator,
+            {
+                let bundles = bundles.into_iter();
+                let n = bundles.len();
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.check_create_budget(n)?;
+                let revisions = (n as u64)
+                    .checked_mul(1 + B::LEN)
+                    .ok_or($crate::world::WorldError::RevisionExhausted)?;
+                registry.check_revisions(revisions)?;
+                let mut spawned = 0;
+                for bundle in bundles.take(n) {
+                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                    let entity = registry.create_unbudgeted();
+                    registry.advance_revision(B::LEN);
+                    bundle.insert_validated(self, entity);
+                    spawned += 1;
+                }
+                ::core::result::Result::Ok(spawned)
             }
 
             /// Gives `entity` a component value (replacing a previous one).
@@ -289,11 +343,7 @@ macro_rules! world {
                     if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
                         $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
                     {
-                        self.$group.pack(
-                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                            entity,
-                        );
+                        $crate::__world_group_op!(self, pack, entity, $group, $gfirst $(, $gfield)*);
                     }
                 )*)?
             }
@@ -305,11 +355,7 @@ macro_rules! world {
                     if $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
                         $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
                     {
-                        self.$group.unpack(
-                            &mut [&mut self.$gfirst as &mut dyn $crate::world::GroupMember
-                                  $(, &mut self.$gfield as &mut dyn $crate::world::GroupMember)*],
-                            entity,
-                        );
+                        $crate::__world_group_op!(self, unpack, entity, $group, $gfirst $(, $gfield)*);
                     }
                 )*)?
             }
@@ -343,22 +389,32 @@ macro_rules! world {
                     entity: $crate::EntityId,
                     value: $ty,
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
-                    let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                    let previous = self.$field.insert(registry, entity, value)?;
-                    if previous.is_none() {
+                    self.$field.check_change(&self.registry, entity)?;
+                    let (previous, joined) = self.$field.insert_validated(entity, value);
+                    if joined {
+                        $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(1);
                         self.__pack::<$ty>(entity);
                     }
                     ::core::result::Result::Ok(previous)
                 }
                 #[inline]
+                #[inline]
+                fn insert_validated(&mut self, entity: $crate::EntityId, value: $ty) {
+                    let (_, joined) = self.$field.insert_validated(entity, value);
+                    if joined {
+                        self.__pack::<$ty>(entity);
+                    }
+                }
                 fn remove_component(
                     &mut self,
                     entity: $crate::EntityId,
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
                     self.$field.check_change(&self.registry, entity)?;
                     self.__unpack::<$ty>(entity);
+                    let value = self.$field.remove_validated(entity);
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                    self.$field.remove(registry, entity)
+                    registry.advance_revision(u64::from(value.is_some()));
+                    ::core::result::Result::Ok(value)
                 }
             }
         )+
@@ -416,4 +472,40 @@ macro_rules! world {
             }
         }
     };
+}
+
+/// Packs or unpacks one entity in one owned group with statically dispatched pool calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __world_group_op {
+    ($world:ident, pack, $entity:ident, $group:ident, $($member:ident),+) => {{
+        let indices = [$( $world.$member.dense_index($entity) ),+];
+        if $world.$group.must_pack(&indices) {
+            let to = $world.$group.grow();
+            let mut k = 0usize;
+            $(
+                match indices[k] {
+                    ::core::option::Option::Some(i) if i != to => $world.$member.swap_dense(i, to),
+                    _ => {}
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+    }};
+    ($world:ident, unpack, $entity:ident, $group:ident, $($member:ident),+) => {{
+        let indices = [$( $world.$member.dense_index($entity) ),+];
+        if $world.$group.must_unpack(&indices) {
+            let to = $world.$group.shrink();
+            let mut k = 0usize;
+            $(
+                match indices[k] {
+                    ::core::option::Option::Some(i) if i != to => $world.$member.swap_dense(i, to),
+                    _ => {}
+                }
+                k += 1;
+            )+
+            let _ = k;
+        }
+    }};
 }

@@ -65,7 +65,7 @@ pub use group::{GroupMember, OwnedGroup};
 pub use pool::ComponentPool;
 pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
 pub use registry::{EntityRegistry, MAX_CAPACITY};
-pub use stores::{ReadOnly, Stores};
+pub use stores::{Bundle, ReadOnly, Stores};
 
 /// Tag of entity handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

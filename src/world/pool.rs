@@ -21,19 +21,61 @@ use bytemuck::Pod;
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
 
-/// Sparse entry: dense index and the generation of the owner stored there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Sparse entry: the dense index (stored bitwise-inverted, so the all-zero entry is `ABSENT`
+/// and the array can come zeroed from the allocator) and the generation of the owner there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Zeroable)]
 #[repr(C, align(8))]
 pub(crate) struct Sparse {
-    dense: u32,
+    not_dense: u32,
     generation: u32,
 }
 
-/// No dense entry: `dense` is out of every dense range and generation 0 matches no live handle.
+impl Sparse {
+    #[inline(always)]
+    fn new(dense: usize, generation: u32) -> Self {
+        Self {
+            not_dense: !(dense as u32),
+            generation,
+        }
+    }
+
+    #[inline(always)]
+    fn dense(self) -> usize {
+        !self.not_dense as usize
+    }
+
+    #[inline(always)]
+    fn is_absent(self) -> bool {
+        self.not_dense == 0
+    }
+}
+
+/// No dense entry: dense index `u32::MAX` is beyond every dense range and generation 0 matches
+/// no handle a registry issues.
 const ABSENT: Sparse = Sparse {
-    dense: u32::MAX,
+    not_dense: 0,
     generation: 0,
 };
+
+/// A pool's sparse map, borrowed apart from its dense arrays (for joins).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SparseView<'p> {
+    owner: OwnerToken,
+    sparse: &'p [Sparse],
+}
+
+impl SparseView<'_> {
+    /// Dense index of `entity` in a pool of `len` entries, validated like
+    /// [`ComponentPool::dense_index`].
+    #[inline(always)]
+    pub(crate) fn dense_of(&self, entity: EntityId, len: usize) -> Option<usize> {
+        if entity.owner() != self.owner {
+            return None;
+        }
+        let s = *self.sparse.get(entity.slot() as usize)?;
+        (s.generation == entity.generation() && s.dense() < len).then(|| s.dense())
+    }
+}
 
 /// Dense storage of one component type `T` for the entities of one registry.
 ///
@@ -96,7 +138,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
         Ok(Self {
             owner: 0,
-            sparse: fixed::filled(capacity, ABSENT, alloc.clone())?,
+            sparse: fixed::zeroed(capacity, alloc.clone())?,
             owners: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
         })
@@ -143,7 +185,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn dense_index(&self, entity: EntityId) -> Option<usize> {
         let s = self.sparse_of(entity)?;
-        let i = s.dense as usize;
+        let i = s.dense();
         // ABSENT has generation 0, which no handle matching a present entry carries; a handle
         // with generation 0 reaches here with i == u32::MAX and fails the range check.
         (i < self.values.len()).then(|| {
@@ -158,18 +200,32 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.dense_index(entity).is_some()
     }
 
-    /// `entity`'s value; `None` for absent, stale or foreign handles.
+    /// `entity`'s value; `None` for absent, stale or foreign handles. Checks the full 16-byte
+    /// dense owner at `dense == slot` first (the layout of pools filled in creation order),
+    /// then the sparse map.
     #[inline]
     pub fn get(&self, entity: EntityId) -> Option<&T> {
+        // Identity fast path: pools filled in creation order keep `dense == slot`; comparing
+        // the full dense owner there lets the value load start without waiting for `sparse`.
+        let slot = entity.slot() as usize;
+        if self.owners.get(slot) == Some(&entity) {
+            return self.values.get(slot);
+        }
         let s = self.sparse_of(entity)?;
-        self.values.get(s.dense as usize)
+        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
+        self.values.get(s.dense())
     }
 
     /// `entity`'s value, mutably; value mutation is allowed in every phase.
     #[inline]
     pub fn get_mut(&mut self, entity: EntityId) -> Option<&mut T> {
+        let slot = entity.slot() as usize;
+        if self.owners.get(slot) == Some(&entity) {
+            return self.values.get_mut(slot);
+        }
         let s = self.sparse_of(entity)?;
-        self.values.get_mut(s.dense as usize)
+        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
+        self.values.get_mut(s.dense())
     }
 
     /// Dense values, in dense order.
@@ -188,6 +244,25 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn owners(&self) -> &[EntityId] {
         &self.owners
+    }
+
+    /// Owners, values and the sparse map as disjoint borrows (for joins).
+    #[inline]
+    pub(crate) fn join_parts(&mut self) -> (&[EntityId], &mut [T], SparseView<'_>) {
+        let sparse = SparseView {
+            owner: self.owner,
+            sparse: &self.sparse,
+        };
+        (&self.owners, &mut self.values, sparse)
+    }
+
+    /// Owners and the sparse map (for joins).
+    #[inline]
+    pub(crate) fn sparse_view(&self) -> SparseView<'_> {
+        SparseView {
+            owner: self.owner,
+            sparse: &self.sparse,
+        }
     }
 
     /// Owners and values, the latter mutable, as parallel slices.
@@ -256,34 +331,39 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         entity: EntityId,
         value: T,
     ) -> Result<Option<T>, WorldError> {
-        self.check_structural(registry, entity)?;
+        self.check_change(registry, entity)?;
+        let (previous, joined) = self.insert_validated(entity, value);
+        registry.advance_revision(u64::from(joined));
+        Ok(previous)
+    }
+
+    /// [`insert`](Self::insert) after the caller ran [`check_change`](Self::check_change);
+    /// returns the previous value and whether `entity` newly joined the pool (the caller then
+    /// advances the registry's revision).
+    #[doc(hidden)]
+    #[inline]
+    pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
+        debug_assert_eq!(entity.owner(), self.owner);
         let slot = entity.slot() as usize;
         let s = self.sparse[slot];
-        if s.dense != ABSENT.dense {
-            let i = s.dense as usize;
+        if !s.is_absent() {
+            let i = s.dense();
             if s.generation == entity.generation() {
-                return Ok(Some(core::mem::replace(&mut self.values[i], value)));
+                return (Some(core::mem::replace(&mut self.values[i], value)), false);
             }
             // A former incarnation of this slot was released without leaving the pool: its
             // entry is reused in place by the new incarnation.
-            registry.check_revisions(1)?;
             self.owners[i] = entity;
             self.values[i] = value;
             self.sparse[slot].generation = entity.generation();
-            registry.bump_revision();
-            return Ok(None);
+            return (None, true);
         }
-        registry.check_revisions(1)?;
         let i = self.values.len();
         debug_assert!(i < self.sparse.len(), "pool full: {i}");
-        self.sparse[slot] = Sparse {
-            dense: i as u32,
-            generation: entity.generation(),
-        };
+        self.sparse[slot] = Sparse::new(i, entity.generation());
         self.owners.push(entity);
         self.values.push(value);
-        registry.bump_revision();
-        Ok(None)
+        (None, true)
     }
 
     /// Removes `entity`'s value by swap removal: the last dense element moves into the hole.
@@ -298,14 +378,22 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         registry: &mut EntityRegistry<B>,
         entity: EntityId,
     ) -> Result<Option<T>, WorldError> {
-        self.check_structural(registry, entity)?;
-        let Some(i) = self.dense_index(entity) else {
-            return Ok(None);
-        };
-        registry.check_revisions(1)?;
-        let value = self.remove_at(i);
-        registry.bump_revision();
-        Ok(Some(value))
+        self.check_change(registry, entity)?;
+        let value = self.remove_validated(entity);
+        registry.advance_revision(u64::from(value.is_some()));
+        Ok(value)
+    }
+
+    /// [`remove`](Self::remove) after the caller ran [`check_change`](Self::check_change); the
+    /// caller advances the revision when a value is returned.
+    #[doc(hidden)]
+    #[inline]
+    pub fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
+        if self.values.is_empty() {
+            return None; // also spares a destroy from touching this pool's sparse pages
+        }
+        let i = self.dense_index(entity)?;
+        Some(self.remove_at(i))
     }
 
     /// Swap-removes dense index `i < len`, fixing the moved owner's sparse entry.
@@ -315,7 +403,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         let value = self.values.swap_remove(i);
         self.sparse[removed.slot() as usize] = ABSENT;
         if let Some(moved) = self.owners.get(i) {
-            self.sparse[moved.slot() as usize].dense = i as u32;
+            self.sparse[moved.slot() as usize].not_dense = !(i as u32);
         }
         value
     }
@@ -323,15 +411,15 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the sparse map consistent.
     /// Used by owned groups; order-only, not a membership change.
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn swap_dense(&mut self, i: usize, j: usize) {
         if i == j {
             return;
         }
         self.owners.swap(i, j);
         self.values.swap(i, j);
-        self.sparse[self.owners[i].slot() as usize].dense = i as u32;
-        self.sparse[self.owners[j].slot() as usize].dense = j as u32;
+        self.sparse[self.owners[i].slot() as usize].not_dense = !(i as u32);
+        self.sparse[self.owners[j].slot() as usize].not_dense = !(j as u32);
     }
 }
 

@@ -10,6 +10,7 @@ use core::marker::PhantomData;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
+use super::pool::SparseView;
 use super::{ComponentPool, EntityId};
 
 mod sealed {
@@ -27,6 +28,17 @@ pub trait Column: sealed::Sealed {
     fn owner_at(&self, i: usize) -> EntityId;
     #[doc(hidden)]
     fn index_of(&self, entity: EntityId) -> Option<usize>;
+    /// `entity`'s dense index, trying `hint` first (pools filled in the same order share
+    /// dense positions, so a join of them never probes a sparse map).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn index_near(&self, entity: EntityId, hint: usize) -> Option<usize> {
+        if hint < self.dense_len() && self.owner_at(hint) == entity {
+            Some(hint)
+        } else {
+            self.index_of(entity)
+        }
+    }
     /// # Safety
     /// `i < self.dense_len()`, and for columns yielding `&mut` each `i` is fetched at most
     /// once during the column's lifetime.
@@ -44,100 +56,98 @@ pub trait IntoColumn {
 
 /// Shared column: yields `&'p T`.
 #[derive(Debug)]
-pub struct ColumnRef<'p, T: Pod, A: Allocator + Clone> {
-    pool: &'p ComponentPool<T, A>,
+pub struct ColumnRef<'p, T: Pod> {
+    owners: &'p [EntityId],
+    values: &'p [T],
+    sparse: SparseView<'p>,
 }
 
-impl<T: Pod, A: Allocator + Clone> sealed::Sealed for ColumnRef<'_, T, A> {}
+impl<T: Pod> sealed::Sealed for ColumnRef<'_, T> {}
 
-impl<'p, T: Pod, A: Allocator + Clone> Column for ColumnRef<'p, T, A> {
+impl<'p, T: Pod> Column for ColumnRef<'p, T> {
     type Item = &'p T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
-        self.pool.len()
+        self.owners.len()
     }
     #[inline(always)]
     fn owner_at(&self, i: usize) -> EntityId {
-        self.pool.owners()[i]
+        self.owners[i]
     }
     #[inline(always)]
     fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.pool.dense_index(entity)
+        self.sparse.dense_of(entity, self.owners.len())
     }
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p T {
-        let pool: &'p ComponentPool<T, A> = self.pool;
-        &pool.values()[i]
+        &self.values[i]
     }
 }
 
 impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
-    type Column = ColumnRef<'p, T, A>;
+    type Column = ColumnRef<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
-        ColumnRef { pool: self }
+        ColumnRef {
+            owners: self.owners(),
+            values: self.values(),
+            sparse: self.sparse_view(),
+        }
     }
 }
 
 /// Exclusive column: yields `&'p mut T` for distinct dense indices.
 #[derive(Debug)]
-pub struct ColumnMut<'p, T: Pod, A: Allocator + Clone> {
-    /// The pool with `values` untouched except through `values_ptr`.
-    pool: *const ComponentPool<T, A>,
-    /// From `values_mut().as_mut_ptr()` of the exclusive borrow; valid for `len` elements.
+pub struct ColumnMut<'p, T: Pod> {
+    owners: &'p [EntityId],
+    sparse: SparseView<'p>,
+    /// From the pool's exclusive `&'p mut [T]`; valid for `owners.len()` elements.
     values: *mut T,
-    len: usize,
-    _borrow: PhantomData<&'p mut ComponentPool<T, A>>,
+    _values: PhantomData<&'p mut [T]>,
 }
 
-impl<T: Pod, A: Allocator + Clone> sealed::Sealed for ColumnMut<'_, T, A> {}
+impl<T: Pod> sealed::Sealed for ColumnMut<'_, T> {}
 
-impl<'p, T: Pod, A: Allocator + Clone> ColumnMut<'p, T, A> {
-    #[inline(always)]
-    fn pool(&self) -> &'p ComponentPool<T, A> {
-        // SAFETY: `pool` comes from a `&'p mut ComponentPool` held (as `_borrow`) for 'p; only
-        // the dense values are ever written through `values`, and those writes never overlap
-        // the owners and sparse arrays read through this shared reborrow (distinct heap
-        // allocations), nor the pool struct itself.
-        unsafe { &*self.pool }
-    }
-}
-
-impl<'p, T: Pod, A: Allocator + Clone> Column for ColumnMut<'p, T, A> {
+impl<'p, T: Pod> Column for ColumnMut<'p, T> {
     type Item = &'p mut T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
-        self.len
+        self.owners.len()
     }
     #[inline(always)]
     fn owner_at(&self, i: usize) -> EntityId {
-        self.pool().owners()[i]
+        self.owners[i]
     }
     #[inline(always)]
     fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.pool().dense_index(entity)
+        self.sparse.dense_of(entity, self.owners.len())
     }
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
-        debug_assert!(i < self.len, "fetch {i} beyond {}", self.len);
-        // SAFETY: 1. `i < len` (caller), so the pointer is in bounds of the dense values;
+        debug_assert!(
+            i < self.owners.len(),
+            "fetch {i} beyond {}",
+            self.owners.len()
+        );
+        // SAFETY: 1. `i < owners.len() == values.len()` (caller), so the pointer is in bounds;
         // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
-        // 3. `values` derives from the exclusive borrow held for 'p.
+        // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
+        //    nothing else reads or writes meanwhile (owners and sparse are separate arrays).
         unsafe { &mut *self.values.add(i) }
     }
 }
 
 impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A> {
-    type Column = ColumnMut<'p, T, A>;
+    type Column = ColumnMut<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
-        let values = self.values_mut();
-        let (len, values) = (values.len(), values.as_mut_ptr());
+        let (owners, values, sparse) = self.join_parts();
+        debug_assert_eq!(owners.len(), values.len());
         ColumnMut {
-            pool: self,
-            values,
-            len,
-            _borrow: PhantomData,
+            owners,
+            sparse,
+            values: values.as_mut_ptr(),
+            _values: PhantomData,
         }
     }
 }
@@ -217,17 +227,17 @@ macro_rules! tuple_join {
                         if self.driver == $i {
                             i
                         } else {
-                            match self.columns.$i.index_of(entity) {
+                            match self.columns.$i.index_near(entity, i) {
                                 Some(d) => d,
                                 None => continue 'rows,
                             }
                         },
                     )+);
                     // SAFETY: every index is in bounds of its column (the driver's `i < end ==
-                    // driver len`; the others come from `index_of`, which checks the range),
+                    // driver len`; the others come from `index_near`, which checks the range),
                     // and each is fetched once: driver rows are visited once each and hold
-                    // distinct entities, and `index_of` maps distinct entities to distinct
-                    // dense indices.
+                    // distinct entities, and `index_near` returns the one dense index holding
+                    // the entity, so distinct entities get distinct indices.
                     return Some((entity, unsafe { ($(self.columns.$i.fetch(indices.$i),)+) }));
                 }
                 None

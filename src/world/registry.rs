@@ -21,7 +21,7 @@ use allocator_api2::vec::Vec;
 
 use super::{fixed, EntityId, InitError, Rejection, WorldError};
 use crate::identity::{
-    issue_owner_token, next_generation, GenerationStep, OwnerToken, TokenSource, FIRST_GENERATION,
+    next_generation, GenerationStep, IdentityExhausted, OwnerToken, TokenSource, FIRST_GENERATION,
     TERMINAL_GENERATION,
 };
 use crate::sync::{AtomicU64, Ordering::Relaxed};
@@ -32,6 +32,19 @@ const FREE: u64 = 0;
 const LIVE: u64 = 1 << STATE_SHIFT;
 const PENDING: u64 = 2 << STATE_SHIFT;
 const RETIRED: u64 = 4 << STATE_SHIFT;
+
+/// A token from the process-wide source.
+#[cfg(not(loom))]
+pub(crate) fn process_owner_token() -> Result<OwnerToken, IdentityExhausted> {
+    crate::identity::issue_owner_token()
+}
+
+/// Under loom there is no process-wide source (loom atomics cannot be `static`): models build
+/// registries with [`EntityRegistry::try_with_capacity_and_tokens`].
+#[cfg(loom)]
+pub(crate) fn process_owner_token() -> Result<OwnerToken, IdentityExhausted> {
+    Err(IdentityExhausted)
+}
 
 /// Largest supported capacity: slots are `u32` and `u32::MAX` is the pools' absent marker.
 pub const MAX_CAPACITY: usize = u32::MAX as usize;
@@ -89,7 +102,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// # Errors
     /// As [`EntityRegistry::try_with_capacity`].
     pub fn try_with_capacity_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
-        Self::init(capacity, alloc, issue_owner_token)
+        Self::init(capacity, alloc, process_owner_token)
     }
 
     /// As [`EntityRegistry::try_with_capacity_in`], taking the owner token from `tokens`
@@ -124,7 +137,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     pub fn issue_owner(&mut self) -> Result<(), InitError> {
         if self.owner == 0 {
-            self.owner = issue_owner_token().map_err(|_| InitError::IdentityExhausted)?;
+            self.owner = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
         }
         Ok(())
     }
@@ -132,7 +145,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     fn init(
         capacity: usize,
         alloc: A,
-        token: impl FnOnce() -> Result<OwnerToken, crate::identity::IdentityExhausted>,
+        token: impl FnOnce() -> Result<OwnerToken, IdentityExhausted>,
     ) -> Result<Self, InitError> {
         if capacity > MAX_CAPACITY {
             return Err(InitError::CapacityTooLarge {
@@ -144,7 +157,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         for _ in 0..capacity {
             meta.push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
         }
-        let sequence = fixed::filled(capacity, 0u64, alloc.clone())?;
+        let sequence = fixed::zeroed(capacity, alloc.clone())?;
         let free = fixed::reserve(capacity, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
@@ -330,11 +343,17 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
     }
 
-    /// Advances the structural revision; callers checked the budget first.
+    /// Advances the structural revision by `n` after the caller checked the budget with
+    /// [`check_revisions`](Self::check_revisions) (saturates rather than wrapping).
+    #[doc(hidden)]
     #[inline]
-    pub(crate) fn bump_revision(&mut self) {
-        debug_assert!(self.revision < u64::MAX);
-        self.revision += 1;
+    pub fn advance_revision(&mut self, n: u64) {
+        debug_assert!(
+            u64::MAX - self.revision >= n,
+            "revision {} + {n}",
+            self.revision
+        );
+        self.revision = self.revision.saturating_add(n);
     }
 
     /// Checks that `n` entities can be created now (phase, capacity, sequence, revision).
@@ -381,8 +400,9 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     }
 
     /// Creates one entity; the caller checked [`check_create_budget`](Self::check_create_budget).
+    #[doc(hidden)]
     #[inline]
-    pub(crate) fn create_unbudgeted(&mut self) -> EntityId {
+    pub fn create_unbudgeted(&mut self) -> EntityId {
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -412,16 +432,20 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// # Errors
     /// [`WorldError::InvalidPhase`], [`WorldError::Rejected`] or
     /// [`WorldError::RevisionExhausted`]; nothing changes.
+    #[inline]
     pub fn try_release(&mut self, entity: EntityId) -> Result<(), WorldError> {
         self.check_phase()?;
         self.check_alive(entity)?;
         self.check_revisions(1)?;
-        self.release_unchecked_state(entity);
+        self.release_validated(entity);
         Ok(())
     }
 
-    /// Releases an entity the caller validated as alive, with the revision budget checked.
-    pub(crate) fn release_unchecked_state(&mut self, entity: EntityId) {
+    /// Releases an entity the caller validated as alive (phase, liveness and revision budget
+    /// checked).
+    #[doc(hidden)]
+    #[inline]
+    pub fn release_validated(&mut self, entity: EntityId) {
         let slot = entity.slot();
         let meta = &self.meta[slot as usize];
         match next_generation(entity.generation()) {

@@ -27,7 +27,41 @@ pub trait Stores<T: Pod> {
     /// # Errors
     /// As [`ComponentPool::remove`].
     fn remove_component(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>;
+    /// Inserts into an entity the caller validated (phase, liveness, revision budget), keeping
+    /// owned groups packed; the caller advances the revision.
+    #[doc(hidden)]
+    fn insert_validated(&mut self, entity: EntityId, value: T);
 }
+
+/// A tuple of distinct component types spawned together by a world's `spawn`.
+pub trait Bundle<W> {
+    /// Number of components.
+    const LEN: u64;
+    /// Inserts every component into a freshly created entity.
+    #[doc(hidden)]
+    fn insert_validated(self, world: &mut W, entity: EntityId);
+}
+
+macro_rules! tuple_bundle {
+    ($len:literal; $($t:ident $i:tt),+) => {
+        impl<W: $(Stores<$t> +)+, $($t: Pod),+> Bundle<W> for ($($t,)+) {
+            const LEN: u64 = $len;
+            #[inline]
+            fn insert_validated(self, world: &mut W, entity: EntityId) {
+                $( <W as Stores<$t>>::insert_validated(world, entity, self.$i); )+
+            }
+        }
+    };
+}
+
+tuple_bundle!(1; T0 0);
+tuple_bundle!(2; T0 0, T1 1);
+tuple_bundle!(3; T0 0, T1 1, T2 2);
+tuple_bundle!(4; T0 0, T1 1, T2 2, T3 3);
+tuple_bundle!(5; T0 0, T1 1, T2 2, T3 3, T4 4);
+tuple_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
+tuple_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
+tuple_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
 
 /// Shared-only access to a world's registry: systems read it while they mutate pools
 /// (disjoint field borrows); structural changes go through the world's methods.
