@@ -1,4 +1,5 @@
-//! ludus: a compile-time roster (`world!`) of fixed-capacity sparse-set pools; owned groups for
+//! ludus: a compile-time roster (`world!`) of fixed-capacity sparse-set pools; `spawn` /
+//! `spawn_batch` (one check per bundle / batch), owned groups for
 //! the dense multi-component loops, `values_mut` for single-pool loops, `pool.get` (full owner
 //! check) for handle lookups, rayon over a group's slices for the parallel variant.
 
@@ -71,9 +72,7 @@ mod frag_world {
                     let mut i = 0;
                     $(
                         for _ in 0..crate::FRAG_PER_TYPE {
-                            let e = w.create().unwrap();
-                            w.insert(e, $t(0.0)).unwrap();
-                            w.insert(e, crate::data(i)).unwrap();
+                            w.spawn(($t(0.0), crate::data(i))).unwrap();
                             i += 1;
                         }
                     )*
@@ -91,7 +90,7 @@ fn digest<T: bytemuck::Pod>(values: &[T], d: &mut Digest) {
     values.iter().for_each(|x| d.add_pod(x));
 }
 
-/// simple_insert: `try_new` (all memory up front), then `create` + four `insert`s per entity.
+/// simple_insert: `try_new` (all memory up front), then one `spawn_batch` of 4-component bundles.
 #[derive(Default)]
 pub struct SimpleInsert(Option<InsertWorld>);
 
@@ -101,13 +100,8 @@ impl Workload for SimpleInsert {
     }
     fn run(&mut self) {
         let mut w = InsertWorld::try_new(SIMPLE_N).unwrap();
-        for i in 0..SIMPLE_N {
-            let e = w.create().unwrap();
-            w.insert(e, transform(i)).unwrap();
-            w.insert(e, position(i)).unwrap();
-            w.insert(e, rotation(i)).unwrap();
-            w.insert(e, velocity(i)).unwrap();
-        }
+        w.spawn_batch((0..SIMPLE_N).map(|i| (transform(i), position(i), rotation(i), velocity(i))))
+            .unwrap();
         self.0 = Some(w);
     }
     fn checksum(&self) -> u64 {
@@ -127,13 +121,8 @@ pub struct SimpleIter(IterWorld);
 impl Workload for SimpleIter {
     fn setup() -> Self {
         let mut w = IterWorld::try_new(SIMPLE_N).unwrap();
-        for i in 0..SIMPLE_N {
-            let e = w.create().unwrap();
-            w.insert(e, transform(i)).unwrap();
-            w.insert(e, position(i)).unwrap();
-            w.insert(e, rotation(i)).unwrap();
-            w.insert(e, velocity(i)).unwrap();
-        }
+        w.spawn_batch((0..SIMPLE_N).map(|i| (transform(i), position(i), rotation(i), velocity(i))))
+            .unwrap();
         Self(w)
     }
     fn run(&mut self) {
@@ -168,13 +157,8 @@ impl Workload for FragIter {
 
 fn heavy_world() -> HeavyWorld {
     let mut w = HeavyWorld::try_new(HEAVY_N).unwrap();
-    for i in 0..HEAVY_N {
-        let e = w.create().unwrap();
-        w.insert(e, transform(i)).unwrap();
-        w.insert(e, position(i)).unwrap();
-        w.insert(e, rotation(i)).unwrap();
-        w.insert(e, velocity(i)).unwrap();
-    }
+    w.spawn_batch((0..HEAVY_N).map(|i| (transform(i), position(i), rotation(i), velocity(i))))
+        .unwrap();
     w
 }
 
@@ -232,11 +216,7 @@ impl Workload for AddRemove {
     fn setup() -> Self {
         let mut world = AddRemoveWorld::try_new(ADD_REMOVE_N).unwrap();
         let entities = (0..ADD_REMOVE_N)
-            .map(|i| {
-                let e = world.create().unwrap();
-                world.insert(e, comp_a(i)).unwrap();
-                e
-            })
+            .map(|i| world.spawn((comp_a(i),)).unwrap())
             .collect();
         Self {
             world,
@@ -273,12 +253,7 @@ impl Workload for HandleGet {
     fn setup() -> Self {
         let mut world = HandleWorld::try_new(HANDLE_N).unwrap();
         let entities: Vec<EntityId> = (0..HANDLE_N)
-            .map(|i| {
-                let e = world.create().unwrap();
-                world.insert(e, position(i)).unwrap();
-                world.insert(e, velocity(i)).unwrap();
-                e
-            })
+            .map(|i| world.spawn((position(i), velocity(i))).unwrap())
             .collect();
         let lookups = lookup_indices().into_iter().map(|i| entities[i]).collect();
         Self {
@@ -302,7 +277,7 @@ impl Workload for HandleGet {
     }
 }
 
-/// churn: `destroy` (every pool, then the slot) / `create` + `insert` / `registry.is_alive`.
+/// churn: `destroy` (every pool, then the slot) / `spawn` / `registry.is_alive`.
 pub struct Churn {
     world: ChurnWorld,
     old: Vec<EntityId>,
@@ -314,11 +289,7 @@ impl Workload for Churn {
     fn setup() -> Self {
         let mut world = ChurnWorld::try_new(CHURN_N).unwrap();
         let old = (0..CHURN_N)
-            .map(|i| {
-                let e = world.create().unwrap();
-                world.insert(e, comp_a(i)).unwrap();
-                e
-            })
+            .map(|i| world.spawn((comp_a(i),)).unwrap())
             .collect();
         Self {
             world,
@@ -331,8 +302,7 @@ impl Workload for Churn {
             self.world.destroy(e).unwrap();
         }
         for j in 0..CHURN_N / 2 {
-            let e = self.world.create().unwrap();
-            self.world.insert(e, comp_a(CHURN_N + j)).unwrap();
+            self.world.spawn((comp_a(CHURN_N + j),)).unwrap();
         }
         let registry = self.world.registry();
         self.alive_old = self.old.iter().filter(|&&e| registry.is_alive(e)).count();
