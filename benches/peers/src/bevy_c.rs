@@ -67,9 +67,7 @@ impl Workload for SimpleIter {
             .contiguous_iter_mut(&mut self.world)
             .expect("dense query")
         {
-            for (p, v) in ps.iter_mut().zip(vs) {
-                integrate(p, v);
-            }
+            ps.iter_mut().zip(vs).for_each(|(p, v)| integrate(p, v));
         }
     }
     fn checksum(&self) -> u64 {

@@ -52,9 +52,10 @@ impl Workload for SimpleIter {
         Self(world)
     }
     fn run(&mut self) {
-        for (p, v) in self.0.query_mut::<(&mut Position, &Velocity)>() {
-            integrate(p, v);
-        }
+        self.0
+            .query_mut::<(&mut Position, &Velocity)>()
+            .into_iter()
+            .for_each(|(p, v)| integrate(p, v));
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();

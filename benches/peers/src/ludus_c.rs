@@ -127,9 +127,9 @@ impl Workload for SimpleIter {
     }
     fn run(&mut self) {
         let (_, ps, vs) = self.0.moving();
-        for (p, v) in ps.iter_mut().zip(vs.iter()) {
-            integrate(p, v);
-        }
+        ps.iter_mut()
+            .zip(vs.iter())
+            .for_each(|(p, v)| integrate(p, v));
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();

@@ -78,9 +78,10 @@ impl Workload for SimpleIter {
         }
     }
     fn run(&mut self) {
-        for (p, v) in self.positions.iter_mut().zip(&self.velocities) {
-            integrate(p, v);
-        }
+        self.positions
+            .iter_mut()
+            .zip(&self.velocities)
+            .for_each(|(p, v)| integrate(p, v));
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();

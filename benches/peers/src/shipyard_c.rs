@@ -57,9 +57,7 @@ impl Workload for SimpleIter {
             .0
             .borrow::<(ViewMut<Position>, View<Velocity>)>()
             .expect("borrow");
-        for (p, v) in (&mut ps, &vs).iter() {
-            integrate(p, v);
-        }
+        (&mut ps, &vs).iter().for_each(|(p, v)| integrate(p, v));
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();
