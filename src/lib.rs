@@ -6,7 +6,7 @@
 //!   stale and foreign values, owner-token issuance, and UUID-based durable ids kept apart from
 //!   handles.
 //! * [`memory`] — allocation domains with counters, backends and a fixed-capacity arena.
-//! * [`world`] — the entity registry, component pools, phases, commands and joins.
+//! * [`world`](mod@world) — the entity registry, component pools, phases, commands and joins.
 //! * [`content`] — durable records at the world boundary.
 //!
 //! The library never installs a global allocator and never intercepts `malloc`.
@@ -21,3 +21,8 @@ pub mod world;
 
 pub use identity::{Handle, HandleTag};
 pub use world::{join, CommandBuffer, ComponentPool, EntityId, EntityRegistry, WorldError};
+
+/// The README's examples run as doctests, so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

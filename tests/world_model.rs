@@ -1,11 +1,11 @@
 //! Property test: registry + pools + an owned group against a `HashMap` model over random
 //! operation sequences, with live, stale and foreign handles.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
 use ludus::identity::TERMINAL_GENERATION;
-use ludus::world::WorldError;
+use ludus::world::{CommandBuffer, CommandError, Provisional, Rejection, WorldError};
 use ludus::EntityId;
 use proptest::prelude::*;
 
@@ -28,6 +28,8 @@ ludus::world! {
 }
 
 const CAPACITY: usize = 6;
+const COMMANDS: usize = 8;
+const BYTES: usize = 40;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -41,6 +43,21 @@ enum Op {
     RemoveB(usize),
     RemoveC(usize),
     Phase(bool),
+    CmdCreateWithA(u32),
+    CmdDestroy(usize),
+    CmdInsertB(usize, u64),
+    CmdRemoveA(usize),
+    Commit,
+}
+
+/// A recorded command, as the model sees it.
+#[derive(Debug, Clone, Copy)]
+enum Recorded {
+    Create(Provisional),
+    InsertAOnCreated(Provisional, u32),
+    Destroy(EntityId),
+    InsertB(EntityId, u64),
+    RemoveA(EntityId),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -55,6 +72,11 @@ fn op() -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(Op::RemoveB),
         1 => any::<usize>().prop_map(Op::RemoveC),
         1 => any::<bool>().prop_map(Op::Phase),
+        1 => any::<u32>().prop_map(Op::CmdCreateWithA),
+        1 => any::<usize>().prop_map(Op::CmdDestroy),
+        1 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::CmdInsertB(i, v)),
+        1 => any::<usize>().prop_map(Op::CmdRemoveA),
+        1 => Just(Op::Commit),
     ]
 }
 
@@ -110,6 +132,10 @@ fn run(ops: Vec<Op>) {
         retired: 0,
         structural: true,
     };
+    let mut cmd = CommandBuffer::try_with_capacity(COMMANDS, BYTES).unwrap();
+    let mut recorded: Vec<Recorded> = Vec::new();
+    let mut bytes = 0usize;
+    let mut pending: HashSet<EntityId> = HashSet::new();
     let mut handles: Vec<EntityId> = vec![f];
     for op in ops {
         match op {
@@ -214,6 +240,144 @@ fn run(ops: Vec<Op>) {
                     (got, want) => panic!("remove C {e:?}: {got:?} vs {want:?}"),
                 }
             }
+            Op::CmdCreateWithA(v) => {
+                let room = recorded.len() < COMMANDS;
+                match cmd.create() {
+                    Ok(p) => {
+                        assert!(room);
+                        recorded.push(Recorded::Create(p));
+                        let room = recorded.len() < COMMANDS && bytes + 4 <= BYTES;
+                        match cmd.insert(&w.registry, p, A(v)) {
+                            Ok(()) => {
+                                assert!(room);
+                                bytes += 4;
+                                recorded.push(Recorded::InsertAOnCreated(p, v));
+                            }
+                            Err(e) => assert_eq!((e, room), (CommandError::BufferFull, false)),
+                        }
+                    }
+                    Err(e) => assert_eq!((e, room), (CommandError::BufferFull, false)),
+                }
+            }
+            Op::CmdDestroy(i) => {
+                let e = pick(&handles, i);
+                let active = m.alive.contains_key(&e) && !pending.contains(&e);
+                let room = recorded.len() < COMMANDS;
+                match cmd.destroy(&w.registry, e) {
+                    Ok(()) => {
+                        assert!(room && active);
+                        pending.insert(e);
+                        recorded.push(Recorded::Destroy(e));
+                    }
+                    Err(CommandError::BufferFull) => assert!(!room),
+                    Err(CommandError::Rejected(r)) => {
+                        assert!(room && !active, "{r:?}");
+                        if m.alive.contains_key(&e) {
+                            assert_eq!(r, Rejection::Pending);
+                        }
+                    }
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+            Op::CmdInsertB(i, v) => {
+                let e = pick(&handles, i);
+                let active = m.alive.contains_key(&e) && !pending.contains(&e);
+                let room = recorded.len() < COMMANDS && bytes + 8 <= BYTES;
+                match cmd.insert(&w.registry, e, B(v)) {
+                    Ok(()) => {
+                        assert!(room && active);
+                        bytes += 8;
+                        recorded.push(Recorded::InsertB(e, v));
+                    }
+                    Err(CommandError::Rejected(_)) => assert!(!active),
+                    Err(CommandError::BufferFull) => assert!(active && !room),
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+            Op::CmdRemoveA(i) => {
+                let e = pick(&handles, i);
+                let active = m.alive.contains_key(&e) && !pending.contains(&e);
+                let room = recorded.len() < COMMANDS;
+                match cmd.remove::<A, _>(&w.registry, e) {
+                    Ok(()) => {
+                        assert!(room && active);
+                        recorded.push(Recorded::RemoveA(e));
+                    }
+                    Err(CommandError::Rejected(_)) => assert!(!active),
+                    Err(CommandError::BufferFull) => assert!(active && !room),
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+            Op::Commit => {
+                // Expected preflight outcome, in the order the buffer checks.
+                let creates = recorded
+                    .iter()
+                    .filter(|r| matches!(r, Recorded::Create(_)))
+                    .count();
+                let dead_target = recorded.iter().any(|r| match r {
+                    Recorded::Destroy(e) | Recorded::InsertB(e, _) | Recorded::RemoveA(e) => {
+                        !m.alive.contains_key(e)
+                    }
+                    _ => false,
+                });
+                let expected = if !m.structural {
+                    Err(WorldError::InvalidPhase)
+                } else if dead_target {
+                    Err(WorldError::Rejected(Rejection::Free))
+                } else if m.alive.len() + m.retired + creates > CAPACITY {
+                    Err(WorldError::CapacityExhausted)
+                } else {
+                    Ok(())
+                };
+                let got = w.commit(&mut cmd);
+                match (got, expected) {
+                    (Ok(()), Ok(())) => {
+                        for r in &recorded {
+                            match *r {
+                                Recorded::Create(p) => {
+                                    let e = cmd.resolve(p).unwrap();
+                                    assert!(!handles.contains(&e));
+                                    handles.push(e);
+                                    m.alive.insert(e, Row::default());
+                                }
+                                Recorded::InsertAOnCreated(p, v) => {
+                                    let e = cmd.resolve(p).unwrap();
+                                    m.alive.get_mut(&e).unwrap().a = Some(A(v));
+                                }
+                                Recorded::Destroy(e) => {
+                                    m.alive.remove(&e);
+                                    if e.generation() == TERMINAL_GENERATION {
+                                        m.retired += 1;
+                                    }
+                                }
+                                Recorded::InsertB(e, v) => {
+                                    m.alive.get_mut(&e).unwrap().b = Some(B(v));
+                                }
+                                Recorded::RemoveA(e) => {
+                                    m.alive.get_mut(&e).unwrap().a = None;
+                                }
+                            }
+                        }
+                        assert!(cmd.is_empty());
+                    }
+                    (Err(got), Err(want)) => {
+                        // Nothing applied (checked below against the unchanged model); drop
+                        // the batch and its pending marks.
+                        match want {
+                            WorldError::Rejected(_) => {
+                                assert!(matches!(got, WorldError::Rejected(_)), "{got:?}")
+                            }
+                            want => assert_eq!(got, want),
+                        }
+                        assert_eq!(cmd.len(), recorded.len(), "failed commit keeps the buffer");
+                        cmd.clear(&w.registry);
+                    }
+                    (got, want) => panic!("commit: {got:?} vs {want:?} for {recorded:?}"),
+                }
+                recorded.clear();
+                pending.clear();
+                bytes = 0;
+            }
             Op::Phase(open) => {
                 if open {
                     w.begin_structural();
@@ -227,6 +391,11 @@ fn run(ops: Vec<Op>) {
         for &e in &handles {
             let row = m.alive.get(&e).copied();
             assert_eq!(w.registry.is_alive(e), row.is_some(), "{e:?}");
+            assert_eq!(
+                w.registry.is_active(e),
+                row.is_some() && !pending.contains(&e),
+                "{e:?}"
+            );
             let row = row.unwrap_or_default();
             assert_eq!(w.get::<A>(e).copied(), row.a);
             assert_eq!(w.get::<B>(e).copied(), row.b);

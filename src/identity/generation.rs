@@ -27,7 +27,7 @@ pub enum GenerationStep {
 #[inline(always)]
 pub const fn next_generation(generation: u32) -> GenerationStep {
     debug_assert!(generation >= FIRST_GENERATION);
-    if generation >= TERMINAL_GENERATION {
+    if generation == TERMINAL_GENERATION {
         GenerationStep::Retire
     } else {
         GenerationStep::Reuse(generation + 1)

@@ -1,2 +1,43 @@
 //! Memory: allocation layouts, domains with per-domain counters, system / mimalloc backends,
 //! the allocator-api2 adapter and the fixed-capacity `LinearArena`.
+//!
+//! * [`AllocationLayout`] — checked `{ size, align }`.
+//! * [`AllocationDomain`] — immutable backend + tag, relaxed counters ([`MemoryUsage`]), the
+//!   byte API (`try_allocate` / `free` / `try_reallocate`); the core domain is built in, named
+//!   domains live in a bounded process registry ([`DomainRegistry`]).
+//! * [`DomainAllocator`] — `allocator_api2::alloc::Allocator` charging a domain.
+//! * [`LinearArena`] / [`ScratchScope`] — bump allocation over caller bytes with lexical
+//!   rewind, enforced by the borrow checker.
+//! * [`gauges_json`] — a JSON snapshot of every domain for profilers.
+//!
+//! The library never installs a global allocator: backends are called explicitly.
+
+mod adapter;
+mod arena;
+mod backend;
+mod counters;
+mod domain;
+mod failure;
+mod gauges;
+mod layout;
+#[cfg(all(feature = "validation", not(loom)))]
+mod ledger;
+mod registry;
+mod scope;
+mod tag;
+
+pub use adapter::DomainAllocator;
+pub use arena::{ArenaError, LinearArena, POISON};
+pub use backend::Backend;
+pub use counters::{DomainCounters, MemoryUsage};
+pub use domain::{AllocFailed, AllocationDomain, ResizeError};
+pub use failure::FailureInjector;
+#[cfg(not(loom))]
+pub use gauges::gauges_json;
+pub use gauges::{domains_json, write_domain_json};
+pub use layout::{AllocationLayout, LayoutError};
+#[cfg(all(feature = "validation", not(loom)))]
+pub use ledger::{Ledger, LedgerViolation, LEDGER_CAPACITY};
+pub use registry::{DomainRegistry, CORE_DOMAIN_NAME, REGISTRY_CAPACITY};
+pub use scope::ScratchScope;
+pub use tag::{domain_tag, RegisterError, MAX_NAME_LEN};

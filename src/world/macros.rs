@@ -24,7 +24,8 @@
 /// * per group `moving()`: `(&[EntityId], &mut [Position], &mut [Velocity])`, the packed
 ///   prefix of the members' dense arrays, in the same order.
 ///
-/// Component types must be distinct and [`bytemuck::Pod`]; a pool belongs to at most one group.
+/// Component types must be distinct and [`bytemuck::Pod`]; a pool belongs to at most one group;
+/// field and group names must differ from each other and from `registry`.
 ///
 /// # Examples
 /// ```

@@ -1,0 +1,417 @@
+//! Memory workloads of seed 001 §15.2, each a criterion group whose function ids are contenders:
+//! `ludus_system` / `ludus_mimalloc` (a domain with counters over that backend), `raw_system` /
+//! `raw_mimalloc` (the same backend called directly, no accounting), and for transient batches
+//! `ludus_arena` vs `bumpalo`, `vec_reuse` and `heap`. Seeds are fixed; payload bytes are touched
+//! and checksummed so no work can be optimized away.
+//!
+//! Thread scaling runs 1 and 2 threads (the measurement machine has 2 cores).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::mpsc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ludus::memory::{AllocationDomain, AllocationLayout, Backend, LinearArena};
+
+/// One way to get and return bytes.
+trait Heap: Sync {
+    fn alloc(&self, l: Layout) -> *mut u8;
+    /// # Safety
+    /// `p` came from `alloc` with `l`.
+    unsafe fn free(&self, p: *mut u8, l: Layout);
+}
+
+/// A ludus domain (counters on).
+struct Domain(&'static AllocationDomain);
+
+impl Heap for Domain {
+    #[inline]
+    fn alloc(&self, l: Layout) -> *mut u8 {
+        match self.0.try_allocate(AllocationLayout::from(l)) {
+            Ok(Some(p)) => p.as_ptr(),
+            _ => std::ptr::null_mut(),
+        }
+    }
+    #[inline]
+    unsafe fn free(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.0
+                .free(std::ptr::NonNull::new(p), AllocationLayout::from(l))
+        }
+    }
+}
+
+/// A backend called directly (counters off).
+struct Raw<G: GlobalAlloc + Sync>(G);
+
+impl<G: GlobalAlloc + Sync> Heap for Raw<G> {
+    #[inline]
+    fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: every workload size is nonzero.
+        unsafe { self.0.alloc(l) }
+    }
+    #[inline]
+    unsafe fn free(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { self.0.dealloc(p, l) }
+    }
+}
+
+fn domain(backend: Backend) -> &'static AllocationDomain {
+    Box::leak(Box::new(
+        AllocationDomain::with_backend("bench", backend).unwrap(),
+    ))
+}
+
+/// The contenders of every general-allocation workload.
+fn heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
+    #[allow(unused_mut)]
+    let mut v: Vec<(&'static str, Box<dyn Heap>)> = vec![
+        ("ludus_system", Box::new(Domain(domain(Backend::System)))),
+        ("raw_system", Box::new(Raw(System))),
+    ];
+    #[cfg(feature = "mimalloc")]
+    {
+        v.push((
+            "ludus_mimalloc",
+            Box::new(Domain(domain(Backend::Mimalloc))),
+        ));
+        v.push(("raw_mimalloc", Box::new(Raw(mimalloc::MiMalloc))));
+    }
+    v
+}
+
+/// xorshift64*: a fixed-seed generator so every contender sees the same sequence.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = Rng(seed);
+    let mut v: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        v.swap(i, rng.below(i + 1));
+    }
+    v
+}
+
+#[inline]
+fn touch(p: *mut u8, size: usize) -> u64 {
+    // SAFETY: `p` is a live block of `size` bytes.
+    unsafe {
+        p.write_bytes(0xA5, size);
+        u64::from(p.add(size - 1).read())
+    }
+}
+
+const SMALL_SIZES: [usize; 6] = [8, 16, 48, 64, 96, 256];
+
+/// Many small blocks: a retained set of `n` blocks around cache-line sizes, touched, freed in
+/// shuffled order.
+fn small_blocks(h: &dyn Heap, blocks: &mut Vec<(*mut u8, Layout)>, order: &[usize]) -> u64 {
+    let mut sum = 0;
+    for i in 0..order.len() {
+        let l = Layout::from_size_align(SMALL_SIZES[i % SMALL_SIZES.len()], 8).unwrap();
+        let p = h.alloc(l);
+        sum += touch(p, l.size());
+        blocks.push((p, l));
+    }
+    for &i in order {
+        let (p, l) = blocks[i];
+        // SAFETY: each block is freed once with its layout.
+        unsafe { h.free(p, l) };
+    }
+    blocks.clear();
+    sum
+}
+
+fn bench_small_blocks(c: &mut Criterion) {
+    let n = 4096;
+    let order = shuffled(n, 0x5EED);
+    let mut g = c.benchmark_group("small_blocks");
+    g.throughput(Throughput::Elements(n as u64));
+    for (name, h) in heaps() {
+        let mut blocks = Vec::with_capacity(n);
+        g.bench_function(name, |b| b.iter(|| small_blocks(&*h, &mut blocks, &order)));
+    }
+    g.finish();
+}
+
+/// Mixed sizes and lifetimes: 512 long-lived anchors replaced at random (log-uniform sizes up to
+/// 8 KiB) plus a transient burst of 64 blocks every 256 steps.
+fn mixed(h: &dyn Heap, slots: &mut [(*mut u8, Layout)], burst: &mut Vec<(*mut u8, Layout)>) -> u64 {
+    let mut rng = Rng(0xD1CE);
+    let mut sum = 0;
+    let size = |rng: &mut Rng| 16usize << rng.below(10);
+    for step in 0..4096 {
+        let i = rng.below(slots.len());
+        let (p, l) = slots[i];
+        if !p.is_null() {
+            // SAFETY: live anchor freed once.
+            unsafe { h.free(p, l) };
+        }
+        let l = Layout::from_size_align(size(&mut rng), 16).unwrap();
+        let p = h.alloc(l);
+        sum += touch(p, l.size().min(64));
+        slots[i] = (p, l);
+        if step % 256 == 255 {
+            for _ in 0..64 {
+                let l = Layout::from_size_align(size(&mut rng).min(512), 8).unwrap();
+                let p = h.alloc(l);
+                sum += touch(p, l.size());
+                burst.push((p, l));
+            }
+            for (p, l) in burst.drain(..) {
+                // SAFETY: transient block freed once.
+                unsafe { h.free(p, l) };
+            }
+        }
+    }
+    for s in slots.iter_mut() {
+        if !s.0.is_null() {
+            // SAFETY: live anchor freed once.
+            unsafe { h.free(s.0, s.1) };
+        }
+        *s = (std::ptr::null_mut(), s.1);
+    }
+    sum
+}
+
+fn bench_mixed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mixed_lifetimes");
+    for (name, h) in heaps() {
+        let mut slots = vec![(std::ptr::null_mut(), Layout::new::<u8>()); 512];
+        let mut burst = Vec::with_capacity(64);
+        g.bench_function(name, |b| b.iter(|| mixed(&*h, &mut slots, &mut burst)));
+    }
+    g.finish();
+}
+
+/// Large blocks: 4 MiB at 4 KiB alignment, one byte per page touched or none.
+fn bench_large(c: &mut Criterion) {
+    let l = Layout::from_size_align(4 << 20, 4096).unwrap();
+    for (group, touched) in [("large_touched", true), ("large_untouched", false)] {
+        let mut g = c.benchmark_group(group);
+        for (name, h) in heaps() {
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    let p = h.alloc(l);
+                    let mut sum = 0u64;
+                    if touched {
+                        for off in (0..l.size()).step_by(4096) {
+                            // SAFETY: `off < size`.
+                            unsafe {
+                                p.add(off).write(1);
+                                sum += u64::from(p.add(off).read());
+                            }
+                        }
+                    }
+                    // SAFETY: freed once with its layout.
+                    unsafe { h.free(black_box(p), l) };
+                    sum
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// Thread scaling: each thread runs the small-blocks workload on the same domain.
+fn bench_threads(c: &mut Criterion) {
+    let n = 2048;
+    let order = shuffled(n, 0xBEEF);
+    for threads in [1usize, 2] {
+        let mut g = c.benchmark_group(format!("threads_{threads}"));
+        g.throughput(Throughput::Elements((n * threads) as u64));
+        for (name, h) in heaps() {
+            g.bench_function(name, |b| {
+                b.iter(|| {
+                    std::thread::scope(|s| {
+                        let hs: Vec<_> = (0..threads)
+                            .map(|_| {
+                                s.spawn(|| {
+                                    let mut blocks = Vec::with_capacity(n);
+                                    (0..4)
+                                        .map(|_| small_blocks(&*h, &mut blocks, &order))
+                                        .sum::<u64>()
+                                })
+                            })
+                            .collect();
+                        hs.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+                    })
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// Remote frees: a producer allocates and touches, a consumer frees (batches of 64).
+fn bench_remote(c: &mut Criterion) {
+    struct Batch(Vec<(*mut u8, Layout)>);
+    // SAFETY: the blocks are plain bytes moved, not shared, between threads.
+    unsafe impl Send for Batch {}
+    let mut g = c.benchmark_group("remote_free");
+    g.throughput(Throughput::Elements(4096));
+    for (name, h) in heaps() {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let (tx, rx) = mpsc::sync_channel::<Batch>(4);
+                std::thread::scope(|s| {
+                    s.spawn(|| {
+                        for batch in rx {
+                            for (p, l) in batch.0 {
+                                // SAFETY: each block freed once with its layout.
+                                unsafe { h.free(p, l) };
+                            }
+                        }
+                    });
+                    let mut sum = 0;
+                    for _ in 0..64 {
+                        let mut v = Vec::with_capacity(64);
+                        for i in 0..64 {
+                            let l = Layout::from_size_align(SMALL_SIZES[i % SMALL_SIZES.len()], 8)
+                                .unwrap();
+                            let p = h.alloc(l);
+                            sum += touch(p, l.size());
+                            v.push((p, l));
+                        }
+                        tx.send(Batch(v)).unwrap();
+                    }
+                    drop(tx);
+                    sum
+                })
+            })
+        });
+    }
+    g.finish();
+}
+
+/// A 32-byte plain record, the payload of the transient batch.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Rec {
+    a: [u64; 3],
+    b: u32,
+    c: u32,
+}
+
+fn rec(i: usize) -> Rec {
+    Rec {
+        a: [i as u64; 3],
+        b: i as u32,
+        c: !(i as u32),
+    }
+}
+
+/// Transient batches: 256 records allocated one by one, read back, then all released.
+fn bench_transient(c: &mut Criterion) {
+    const N: usize = 256;
+    let mut g = c.benchmark_group("transient_batch");
+    g.throughput(Throughput::Elements(N as u64));
+
+    let mut backing = vec![0u8; N * 32 + 64];
+    let mut arena = LinearArena::new(&mut backing);
+    g.bench_function("ludus_arena", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for i in 0..N {
+                if let Ok(r) = arena.try_alloc_pod(rec(black_box(i))) {
+                    sum += r.a[0] + u64::from(r.c);
+                }
+            }
+            arena.reset();
+            sum
+        })
+    });
+
+    let mut bump = bumpalo::Bump::with_capacity(N * 32 + 64);
+    g.bench_function("bumpalo", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for i in 0..N {
+                let r = bump.alloc(rec(black_box(i)));
+                sum += r.a[0] + u64::from(r.c);
+            }
+            bump.reset();
+            sum
+        })
+    });
+
+    let mut v: Vec<Rec> = Vec::with_capacity(N);
+    g.bench_function("vec_reuse", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for i in 0..N {
+                v.push(rec(black_box(i)));
+                let r = v.last().unwrap();
+                sum += r.a[0] + u64::from(r.c);
+            }
+            v.clear();
+            sum
+        })
+    });
+
+    let d = Domain(domain(Backend::BUILD));
+    let mut held: Vec<*mut Rec> = Vec::with_capacity(N);
+    g.bench_function("heap", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            let l = Layout::new::<Rec>();
+            for i in 0..N {
+                let p = d.alloc(l).cast::<Rec>();
+                // SAFETY: `p` is a fresh block for one `Rec`.
+                unsafe {
+                    p.write(rec(black_box(i)));
+                    sum += (*p).a[0] + u64::from((*p).c);
+                }
+                held.push(p);
+            }
+            for p in held.drain(..) {
+                // SAFETY: freed once with its layout.
+                unsafe { d.free(p.cast(), l) };
+            }
+            sum
+        })
+    });
+    g.finish();
+}
+
+/// Accounting overhead, worst case: a bare 64-byte allocate/free pair, counters on vs off.
+fn bench_accounting(c: &mut Criterion) {
+    let l = Layout::from_size_align(64, 8).unwrap();
+    let mut g = c.benchmark_group("alloc_free_64");
+    g.throughput(Throughput::Elements(1));
+    for (name, h) in heaps() {
+        g.bench_with_input(BenchmarkId::from_parameter(name), &l, |b, &l| {
+            b.iter(|| {
+                let p = h.alloc(black_box(l));
+                // SAFETY: freed once with its layout.
+                unsafe { h.free(black_box(p), l) };
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_small_blocks,
+    bench_mixed,
+    bench_large,
+    bench_threads,
+    bench_remote,
+    bench_transient,
+    bench_accounting
+);
+criterion_main!(benches);

@@ -1,0 +1,75 @@
+//! Instruction counts (iai-callgrind): allocate/free through a domain vs the raw backend, and a
+//! LinearArena allocation vs bumpalo.
+#![allow(missing_docs)] // the iai-callgrind macros generate undocumented items
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use ludus::memory::{AllocationDomain, AllocationLayout, LinearArena};
+
+const N: usize = 64;
+
+#[library_benchmark]
+fn domain_alloc_free() -> usize {
+    let d = AllocationDomain::core();
+    let l = AllocationLayout::new(64, 8).unwrap();
+    let mut sum = 0;
+    for _ in 0..N {
+        let p = d.try_allocate(black_box(l)).unwrap();
+        sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
+        // SAFETY: `p` came from `d` with `l`.
+        unsafe { d.free(black_box(p), l) };
+    }
+    sum
+}
+
+#[library_benchmark]
+fn raw_alloc_free() -> usize {
+    let l = Layout::from_size_align(64, 8).unwrap();
+    let mut sum = 0;
+    for _ in 0..N {
+        // SAFETY: nonzero size; freed once with its layout.
+        unsafe {
+            let p = System.alloc(black_box(l));
+            sum += p.addr() & 1;
+            System.dealloc(black_box(p), l);
+        }
+    }
+    sum
+}
+
+#[library_benchmark]
+fn arena_alloc_256() -> u64 {
+    let mut backing = vec![0u8; 256 * 8 + 8];
+    let arena = LinearArena::new(&mut backing);
+    let mut sum = 0;
+    for i in 0..256u64 {
+        if let Ok(x) = arena.try_alloc_pod(black_box(i)) {
+            sum += *x;
+        }
+    }
+    sum
+}
+
+#[library_benchmark]
+fn bumpalo_alloc_256() -> u64 {
+    let bump = bumpalo::Bump::with_capacity(256 * 8 + 8);
+    let mut sum = 0;
+    for i in 0..256u64 {
+        sum += *bump.alloc(black_box(i));
+    }
+    sum
+}
+
+library_benchmark_group!(
+    name = domain;
+    benchmarks = domain_alloc_free, raw_alloc_free
+);
+
+library_benchmark_group!(
+    name = arena;
+    benchmarks = arena_alloc_256, bumpalo_alloc_256
+);
+
+main!(library_benchmark_groups = domain, arena);

@@ -1,0 +1,319 @@
+//! `LinearArena`: a bump allocator over caller-supplied bytes.
+//!
+//! ```text
+//! base                                  base + capacity
+//! |<-- used (allocations + padding) -->|<----- free ----->|
+//!                                 cursor
+//! ```
+//! Invariant: `cursor <= capacity`, `high_water <= capacity`, and every live allocation lies
+//! inside `base[..cursor]`. The cursor only grows between rewinds, so the stored high-water is
+//! brought up to date at each rewind and the reported one is `max(high_water, cursor)`: the bump
+//! path pays no extra store. Alignment is computed from the real address `base + cursor`, and padding
+//! counts toward `used` and `high_water`. A failed request leaves the cursor unchanged. There is
+//! no growth and no fallback heap.
+//!
+//! Lifetimes do the bookkeeping the seed asks markers for: allocations made through `&arena`
+//! borrow the arena, so [`reset`](LinearArena::reset) (`&mut self`) and
+//! [`scope`](LinearArena::scope) (`&mut self`) cannot run while one is alive; a
+//! [`ScratchScope`](super::ScratchScope) is only reachable inside its closure, and a nested scope
+//! mutably borrows its parent, so only the innermost live scope can allocate or rewind.
+
+// A bump allocator hands out disjoint `&mut` blocks from `&self` (as bumpalo does): each block
+// is reserved by advancing the cursor, so no two live results alias.
+#![allow(clippy::mut_from_ref)]
+
+use core::cell::Cell;
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use core::ptr::NonNull;
+
+use bytemuck::{Pod, Zeroable};
+
+use super::layout::{AllocationLayout, LayoutError};
+use super::scope::ScratchScope;
+
+/// Why an arena request was refused. The cursor is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ArenaError {
+    /// Not enough room left for the request plus its alignment padding.
+    #[error(
+        "arena exhausted: {size} bytes at alignment {align} need more than the {remaining} left"
+    )]
+    Exhausted {
+        /// Requested bytes.
+        size: usize,
+        /// Requested alignment.
+        align: usize,
+        /// Bytes that were left.
+        remaining: usize,
+    },
+    /// The typed request's size overflowed.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+}
+
+/// Byte written over rewound or reset storage in debug builds.
+pub const POISON: u8 = 0xDD;
+
+/// A fixed-capacity bump allocator borrowing `'buf` bytes exclusively.
+///
+/// # Examples
+/// ```
+/// use ludus::memory::LinearArena;
+/// let mut bytes = [0u8; 256];
+/// let mut arena = LinearArena::new(&mut bytes);
+/// let x: &mut u32 = arena.try_alloc_pod(7).unwrap();
+/// *x += 1;
+/// let n = arena.scope(|s| {
+///     let tmp = s.try_alloc_slice_fill(16, 1u64).unwrap();
+///     tmp.iter().sum::<u64>()
+/// });
+/// assert_eq!(n, 16);
+/// assert_eq!(arena.used(), 4); // the scope's bytes were rewound
+/// arena.reset();
+/// assert_eq!(arena.used(), 0);
+/// ```
+#[derive(Debug)]
+pub struct LinearArena<'buf> {
+    base: NonNull<u8>,
+    capacity: usize,
+    cursor: Cell<usize>,
+    high_water: Cell<usize>,
+    _buf: PhantomData<&'buf mut [u8]>,
+}
+
+impl<'buf> LinearArena<'buf> {
+    /// An arena over `bytes`; the bytes are borrowed exclusively for the arena's lifetime.
+    pub fn new(bytes: &'buf mut [u8]) -> Self {
+        let capacity = bytes.len();
+        Self {
+            base: NonNull::from(bytes).cast(),
+            capacity,
+            cursor: Cell::new(0),
+            high_water: Cell::new(0),
+            _buf: PhantomData,
+        }
+    }
+
+    /// An arena over uninitialized bytes.
+    pub fn from_uninit(bytes: &'buf mut [MaybeUninit<u8>]) -> Self {
+        let capacity = bytes.len();
+        Self {
+            base: NonNull::from(bytes).cast(),
+            capacity,
+            cursor: Cell::new(0),
+            high_water: Cell::new(0),
+            _buf: PhantomData,
+        }
+    }
+
+    /// Bytes in use, padding included.
+    #[inline]
+    pub fn used(&self) -> usize {
+        self.cursor.get()
+    }
+
+    /// Total bytes borrowed.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Bytes still free (before alignment padding).
+    #[inline]
+    pub fn remaining(&self) -> usize {
+        self.capacity - self.cursor.get()
+    }
+
+    /// The largest `used` ever reached (reset does not lower it).
+    #[inline]
+    pub fn high_water(&self) -> usize {
+        self.high_water.get().max(self.cursor.get())
+    }
+
+    /// Frees everything at once. No allocation can be alive: `&mut self` proves it.
+    pub fn reset(&mut self) {
+        self.rewind(0);
+    }
+
+    /// Runs `f` with a [`ScratchScope`] whose allocations are rewound when `f` returns (or
+    /// unwinds). The scope's allocations cannot escape `f`.
+    pub fn scope<R>(&mut self, f: impl for<'s> FnOnce(&mut ScratchScope<'s>) -> R) -> R {
+        let mut s = ScratchScope::open(self);
+        f(&mut s)
+    }
+
+    /// The bump step: reserves `layout` after aligning the real address.
+    ///
+    /// # Errors
+    /// [`ArenaError::Exhausted`]; the cursor is unchanged.
+    #[inline]
+    pub(crate) fn bump(&self, layout: AllocationLayout) -> Result<NonNull<u8>, ArenaError> {
+        let cursor = self.cursor.get();
+        // `align` is a power of two: the distance from `addr` up to its next multiple.
+        let addr = self.base.as_ptr().addr().wrapping_add(cursor);
+        let pad = addr.wrapping_neg() & (layout.align() - 1);
+        let end = cursor
+            .checked_add(pad)
+            .and_then(|start| start.checked_add(layout.size()))
+            .filter(|&end| end <= self.capacity);
+        let Some(end) = end else {
+            return Err(ArenaError::Exhausted {
+                size: layout.size(),
+                align: layout.align(),
+                remaining: self.capacity - cursor,
+            });
+        };
+        let start = cursor + pad;
+        debug_assert!(
+            start <= end && end <= self.capacity,
+            "start {start} end {end} cap {}",
+            self.capacity
+        );
+        self.cursor.set(end);
+        // SAFETY: `start <= capacity`, so the offset stays inside (or one past) the borrowed
+        // buffer whose provenance `base` carries.
+        Ok(unsafe { self.base.add(start) })
+    }
+
+    /// Rewinds the cursor to `to`, poisoning the released bytes in debug builds.
+    ///
+    /// Callers guarantee that no allocation in `base[to..cursor]` is alive.
+    pub(crate) fn rewind(&self, to: usize) {
+        let cursor = self.cursor.get();
+        debug_assert!(to <= cursor, "rewind forward: {to} > {cursor}");
+        self.high_water.set(self.high_water());
+        #[cfg(debug_assertions)]
+        if to < cursor {
+            // SAFETY: `to..cursor` lies inside the borrowed buffer, and no live reference
+            // covers it (caller contract), so writing through the buffer's pointer is sound.
+            unsafe { self.base.add(to).as_ptr().write_bytes(POISON, cursor - to) };
+        }
+        self.cursor.set(to.min(cursor));
+    }
+
+    /// Reserves uninitialized bytes.
+    ///
+    /// # Errors
+    /// [`ArenaError::Exhausted`]; the cursor is unchanged.
+    #[inline]
+    pub fn try_alloc_bytes(
+        &self,
+        layout: AllocationLayout,
+    ) -> Result<&mut [MaybeUninit<u8>], ArenaError> {
+        alloc_bytes(self, layout)
+    }
+
+    /// Moves a plain-data value into the arena.
+    ///
+    /// # Errors
+    /// [`ArenaError::Exhausted`]; the cursor is unchanged.
+    #[inline]
+    pub fn try_alloc_pod<T: Pod>(&self, value: T) -> Result<&mut T, ArenaError> {
+        alloc_pod(self, value)
+    }
+
+    /// Copies a plain-data slice into the arena.
+    ///
+    /// # Errors
+    /// [`ArenaError`]; the cursor is unchanged.
+    #[inline]
+    pub fn try_alloc_slice_copy<T: Pod>(&self, src: &[T]) -> Result<&mut [T], ArenaError> {
+        alloc_slice_copy(self, src)
+    }
+
+    /// A slice of `len` copies of `value`.
+    ///
+    /// # Errors
+    /// [`ArenaError`]; the cursor is unchanged.
+    #[inline]
+    pub fn try_alloc_slice_fill<T: Pod>(
+        &self,
+        len: usize,
+        value: T,
+    ) -> Result<&mut [T], ArenaError> {
+        alloc_slice_fill(self, len, value)
+    }
+}
+
+// The typed helpers, shared by the arena (lifetime of `&arena`) and scopes (lifetime `'s`).
+
+#[inline]
+pub(crate) fn alloc_bytes<'a>(
+    arena: &'a LinearArena<'_>,
+    layout: AllocationLayout,
+) -> Result<&'a mut [MaybeUninit<u8>], ArenaError> {
+    let p = arena.bump(layout)?;
+    // SAFETY: `bump` returned `layout.size()` bytes inside the borrowed buffer, disjoint from
+    // every other live allocation, valid for `'a` (no rewind can run while `'a` borrows the
+    // arena or scope); `MaybeUninit<u8>` has no validity requirement.
+    Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr().cast(), layout.size()) })
+}
+
+#[inline]
+pub(crate) fn alloc_pod<'a, T: Pod>(
+    arena: &'a LinearArena<'_>,
+    value: T,
+) -> Result<&'a mut T, ArenaError> {
+    let p = arena.bump(AllocationLayout::of::<T>())?.cast::<T>();
+    // SAFETY: `p` is aligned for `T`, points to `size_of::<T>()` exclusively owned bytes valid
+    // for `'a` (as in `alloc_bytes`); writing initializes them.
+    unsafe {
+        p.as_ptr().write(value);
+        Ok(&mut *p.as_ptr())
+    }
+}
+
+#[inline]
+pub(crate) fn alloc_slice_fill<'a, T: Pod>(
+    arena: &'a LinearArena<'_>,
+    len: usize,
+    value: T,
+) -> Result<&'a mut [T], ArenaError> {
+    let p = arena.bump(AllocationLayout::array::<T>(len)?)?.cast::<T>();
+    for i in 0..len {
+        // SAFETY: `i < len` and the block holds `len` aligned `T`s.
+        unsafe { p.as_ptr().add(i).write(value) };
+    }
+    // SAFETY: all `len` elements are initialized; exclusivity and lifetime as in `alloc_bytes`.
+    Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) })
+}
+
+#[inline]
+pub(crate) fn alloc_slice_copy<'a, T: Pod>(
+    arena: &'a LinearArena<'_>,
+    src: &[T],
+) -> Result<&'a mut [T], ArenaError> {
+    let p = arena
+        .bump(AllocationLayout::array::<T>(src.len())?)?
+        .cast::<T>();
+    // SAFETY: 1. the destination holds `src.len()` aligned `T`s; 2. it is freshly reserved, so
+    // it cannot overlap `src`; 3. exclusivity and lifetime as in `alloc_bytes`.
+    unsafe {
+        core::ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), src.len());
+        Ok(core::slice::from_raw_parts_mut(p.as_ptr(), src.len()))
+    }
+}
+
+/// Zeroed plain data.
+#[inline]
+pub(crate) fn alloc_slice_zeroed<'a, T: Pod>(
+    arena: &'a LinearArena<'_>,
+    len: usize,
+) -> Result<&'a mut [T], ArenaError> {
+    alloc_slice_fill(arena, len, T::zeroed())
+}
+
+impl LinearArena<'_> {
+    /// A zeroed slice of `len` plain-data values.
+    ///
+    /// # Errors
+    /// [`ArenaError`]; the cursor is unchanged.
+    #[inline]
+    pub fn try_alloc_slice_zeroed<T: Pod + Zeroable>(
+        &self,
+        len: usize,
+    ) -> Result<&mut [T], ArenaError> {
+        alloc_slice_zeroed(self, len)
+    }
+}

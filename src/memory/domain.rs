@@ -1,0 +1,263 @@
+//! `AllocationDomain`: an immutable backend + tag with mutable counters, and the byte API.
+//!
+//! The byte API follows seed 001 §7.1 row by row: zero size is an empty success (`Ok(None)`)
+//! that touches neither backend nor counters; freeing `None` is a no-op; a free needs the
+//! original domain and layout; a resize is one logical record; a failed resize leaves pointer,
+//! contents and live counters unchanged (only `failures` moves).
+
+use core::ptr::NonNull;
+
+use super::backend::Backend;
+use super::counters::{DomainCounters, MemoryUsage};
+use super::layout::{AllocationLayout, LayoutError};
+use super::tag::{domain_tag, DomainName, RegisterError};
+
+/// The backend refused a nonzero request. Nothing changed except the `failures` counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("allocation of {size} bytes at alignment {align} failed")]
+pub struct AllocFailed {
+    /// Requested bytes.
+    pub size: usize,
+    /// Requested alignment.
+    pub align: usize,
+}
+
+/// Why a resize was refused. The block, its contents and the live counters are unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ResizeError {
+    /// The new size is not a valid layout at the old alignment.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    /// The backend refused the request.
+    #[error(transparent)]
+    Exhausted(#[from] AllocFailed),
+    /// A null block was passed with a nonzero old size.
+    #[error("resize of a null block with nonzero old size {old_size}")]
+    NullWithSize {
+        /// The old size that should have been zero.
+        old_size: usize,
+    },
+}
+
+/// Which allocator runtime frees a block and which budget its bytes count against.
+///
+/// Process-lifetime: registered domains live in a `static` registry and are never removed.
+/// Backend and tag never change; only the counters do.
+#[derive(Debug)]
+pub struct AllocationDomain {
+    name: DomainName,
+    tag: u32,
+    backend: Backend,
+    counters: DomainCounters,
+}
+
+impl AllocationDomain {
+    /// A domain in the build's backend with zero counters (registry use).
+    #[cfg(not(loom))]
+    pub(crate) const fn with_name(name: DomainName, backend: Backend) -> Self {
+        Self {
+            tag: domain_tag(name.as_str_const()),
+            name,
+            backend,
+            counters: DomainCounters::new(),
+        }
+    }
+
+    /// A domain in the build's backend with zero counters (registry use; loom is not `const`).
+    #[cfg(loom)]
+    pub(crate) fn with_name(name: DomainName, backend: Backend) -> Self {
+        Self {
+            tag: domain_tag(name.as_str()),
+            name,
+            backend,
+            counters: DomainCounters::new(),
+        }
+    }
+
+    /// A standalone domain outside the registry, e.g. over a failure-injecting backend in a
+    /// test. Its name is not reserved and need not be unique.
+    ///
+    /// # Errors
+    /// [`RegisterError`] for an invalid name.
+    pub fn with_backend(name: &str, backend: Backend) -> Result<Self, RegisterError> {
+        Ok(Self::with_name(DomainName::new(name)?, backend))
+    }
+
+    /// A standalone domain whose counters start from `start` (near-limit tests).
+    ///
+    /// # Errors
+    /// [`RegisterError`] for an invalid name.
+    pub fn with_counters(
+        name: &str,
+        backend: Backend,
+        start: MemoryUsage,
+    ) -> Result<Self, RegisterError> {
+        Ok(Self {
+            counters: DomainCounters::with_start(start),
+            ..Self::with_name(DomainName::new(name)?, backend)
+        })
+    }
+
+    /// The domain's name.
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    /// The stable tag: [`domain_tag`] of the name.
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// The backend that owns this domain's blocks.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The current figures with their validity.
+    pub fn usage(&self) -> MemoryUsage {
+        self.counters.usage()
+    }
+
+    /// The counters (for tests and loom models of the accounting code).
+    pub fn counters(&self) -> &DomainCounters {
+        &self.counters
+    }
+
+    /// Allocates `layout.size()` uninitialized bytes aligned to `layout.align()`.
+    ///
+    /// Zero size is an empty success: `Ok(None)`, no backend call, no counter change.
+    ///
+    /// # Examples
+    /// ```
+    /// use ludus::memory::{AllocationDomain, AllocationLayout};
+    /// let d = AllocationDomain::core();
+    /// let l = AllocationLayout::new(64, 16).unwrap();
+    /// let p = d.try_allocate(l).unwrap();
+    /// assert!(p.unwrap().as_ptr().addr() % 16 == 0);
+    /// // SAFETY: `p` came from `d` with layout `l`.
+    /// unsafe { d.free(p, l) };
+    /// assert_eq!(d.try_allocate(AllocationLayout::new(0, 8).unwrap()), Ok(None));
+    /// ```
+    ///
+    /// # Errors
+    /// [`AllocFailed`] when the backend refuses; only `failures` is counted.
+    #[inline]
+    pub fn try_allocate(
+        &self,
+        layout: AllocationLayout,
+    ) -> Result<Option<NonNull<u8>>, AllocFailed> {
+        if layout.size() == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the size is nonzero.
+        let p = unsafe { self.backend.alloc(layout) };
+        match NonNull::new(p) {
+            Some(p) => {
+                #[cfg(all(feature = "validation", not(loom)))]
+                super::ledger::PROCESS.record(p, layout, self);
+                self.counters.on_allocate(layout.size());
+                Ok(Some(p))
+            }
+            None => {
+                self.counters.on_failure();
+                Err(AllocFailed {
+                    size: layout.size(),
+                    align: layout.align(),
+                })
+            }
+        }
+    }
+
+    /// Frees a block. `None`, and any zero-size layout, is a no-op with no counter change.
+    ///
+    /// # Safety
+    /// A `Some` pointer was returned by [`try_allocate`](Self::try_allocate) or
+    /// [`try_reallocate`](Self::try_reallocate) of this same domain with exactly `layout`
+    /// (the current size after resizes), has not been freed, and is not used afterwards.
+    /// With the `validation` feature, violations found by the ledger panic before any memory
+    /// is touched.
+    #[inline]
+    pub unsafe fn free(&self, ptr: Option<NonNull<u8>>, layout: AllocationLayout) {
+        let Some(p) = ptr else { return };
+        if layout.size() == 0 {
+            debug_assert!(false, "non-null free of a zero-size layout {layout:?}");
+            return;
+        }
+        #[cfg(all(feature = "validation", not(loom)))]
+        super::ledger::PROCESS.remove(p, layout, self);
+        self.counters.on_free(layout.size());
+        // SAFETY: `p`/`layout` came from this domain's backend and are dead (caller contract).
+        unsafe { self.backend.dealloc(p.as_ptr(), layout) }
+    }
+
+    /// Resizes `*ptr` from `old` to `new_size` bytes at the same alignment, preserving
+    /// `min(old, new)` bytes; updates `*ptr` only on success.
+    ///
+    /// `None` allocates (old size must be zero); `new_size == 0` frees and sets `None`; an
+    /// equal size returns unchanged. A successful change is one logical resize record.
+    ///
+    /// # Errors
+    /// [`ResizeError`]; on every error `*ptr`, the block's contents and the live counters are
+    /// unchanged (a refused backend request counts one failure).
+    ///
+    /// # Safety
+    /// As for [`free`](Self::free): a `Some` block belongs to this domain with layout `old`.
+    /// After success the old pointer value is dead; the block's layout is
+    /// `old.with_size(new_size)`.
+    pub unsafe fn try_reallocate(
+        &self,
+        ptr: &mut Option<NonNull<u8>>,
+        old: AllocationLayout,
+        new_size: usize,
+    ) -> Result<(), ResizeError> {
+        let new = old.with_size(new_size)?;
+        let Some(p) = *ptr else {
+            if old.size() != 0 {
+                return Err(ResizeError::NullWithSize {
+                    old_size: old.size(),
+                });
+            }
+            *ptr = self.try_allocate(new)?;
+            return Ok(());
+        };
+        if old.size() == 0 {
+            debug_assert!(false, "non-null block with zero-size layout {old:?}");
+            *ptr = self.try_allocate(new)?;
+            return Ok(());
+        }
+        if new_size == 0 {
+            // SAFETY: forwarded caller contract.
+            unsafe { self.free(Some(p), old) };
+            *ptr = None;
+            return Ok(());
+        }
+        if new_size == old.size() {
+            return Ok(());
+        }
+        // Metadata leaves the ledger before the backend may free `p` (another thread could be
+        // handed the same address at once); it is restored if the resize fails.
+        #[cfg(all(feature = "validation", not(loom)))]
+        super::ledger::PROCESS.remove(p, old, self);
+        // SAFETY: `p`/`old` belong to this backend (caller contract); `new_size > 0` and `new`
+        // is a valid layout.
+        let q = unsafe { self.backend.realloc(p.as_ptr(), old, new_size) };
+        match NonNull::new(q) {
+            Some(q) => {
+                #[cfg(all(feature = "validation", not(loom)))]
+                super::ledger::PROCESS.record(q, new, self);
+                self.counters.on_resize(old.size(), new_size);
+                *ptr = Some(q);
+                Ok(())
+            }
+            None => {
+                #[cfg(all(feature = "validation", not(loom)))]
+                super::ledger::PROCESS.record(p, old, self);
+                self.counters.on_failure();
+                Err(ResizeError::Exhausted(AllocFailed {
+                    size: new_size,
+                    align: old.align(),
+                }))
+            }
+        }
+    }
+}
