@@ -170,7 +170,8 @@ def markdown(result: dict) -> str:
              f"- toolchain: {result['toolchain'].splitlines()[0] if result['toolchain'] else '?'}",
              f"- features: {', '.join(result['features']) or '(default)'}; "
              f"backend: {result['backend']}",
-             f"- command: `{result['command']}`", ""]
+             f"- command: `{result['command']}`"
+             + "".join(f" with `{k}={v}`" for k, v in result.get("env", {}).items()), ""]
     for group, data in result.get("groups", {}).items():
         lines += [f"## {group}", "", "| contender | median | min | max | samples |",
                   "| --- | ---: | ---: | ---: | ---: |"]
@@ -250,6 +251,8 @@ def main() -> int:
         "crates": crate_versions(),
         "features": features,
         "backend": "mimalloc" if "mimalloc" in features else "system",
+        "env": {k: v for k, v in sorted(os.environ.items())
+                if k.startswith(("PEERS_", "RAYON_", "LUDUS_"))},
         **revision(),
     }
     if args.iai:
