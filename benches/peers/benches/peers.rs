@@ -1,0 +1,77 @@
+//! Peer comparison: one criterion group per workload, one function per contender, all
+//! interleaved in one run. Group names are workloads, function ids are contenders (`raw` is the
+//! limit, `ludus*` is ours). Checksums are verified before anything is timed.
+//!
+//! `PEERS_CLOCK=thread-cpu` times the single-threaded groups in thread CPU time instead of wall
+//! time (see `ludus_peers::clock`); `heavy_compute_parallel` is always wall time.
+
+use criterion::measurement::{Measurement, WallTime};
+use criterion::{BatchSize, BenchmarkGroup, Criterion};
+use ludus_peers::clock::ThreadCpuTime;
+use ludus_peers::*;
+
+/// Times `W::run`: on a state set up once, or on a fresh state per run when `W::FRESH_STATE`.
+fn bench<W: Workload, M: Measurement>(g: &mut BenchmarkGroup<'_, M>, contender: &str) {
+    if W::FRESH_STATE {
+        g.bench_function(contender, |b| {
+            b.iter_batched(
+                W::setup,
+                |mut w| {
+                    w.run();
+                    w
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    } else {
+        let mut w = W::setup();
+        g.bench_function(contender, |b| b.iter(|| w.run()));
+    }
+}
+
+macro_rules! group {
+    ($c:expr, $name:literal, $w:ident) => {{
+        let mut g = $c.benchmark_group($name);
+        bench::<ludus_c::$w, _>(&mut g, "ludus");
+        bench::<raw::$w, _>(&mut g, "raw");
+        bench::<hecs_c::$w, _>(&mut g, "hecs");
+        bench::<bevy_c::$w, _>(&mut g, "bevy");
+        bench::<shipyard_c::$w, _>(&mut g, "shipyard");
+        bench::<sparsey_c::$w, _>(&mut g, "sparsey");
+        g.finish();
+    }};
+}
+
+fn single_threaded<M: Measurement>(c: &mut Criterion<M>) {
+    group!(c, "simple_insert", SimpleInsert);
+    group!(c, "simple_iter", SimpleIter);
+    group!(c, "frag_iter", FragIter);
+    group!(c, "heavy_compute", HeavyCompute);
+    group!(c, "add_remove", AddRemove);
+    group!(c, "handle_get", HandleGet);
+    group!(c, "churn", Churn);
+}
+
+fn parallel(c: &mut Criterion<WallTime>) {
+    group!(c, "heavy_compute_parallel", HeavyComputeParallel);
+}
+
+fn main() {
+    if let Err(e) = verify() {
+        panic!("checksum mismatch, refusing to time unequal work: {e}");
+    }
+    if std::env::var("PEERS_CLOCK").as_deref() == Ok("thread-cpu") {
+        let mut c = Criterion::default()
+            .with_measurement(ThreadCpuTime)
+            .configure_from_args();
+        single_threaded(&mut c);
+        c.final_summary();
+    } else {
+        let mut c = Criterion::default().configure_from_args();
+        single_threaded(&mut c);
+        c.final_summary();
+    }
+    let mut c = Criterion::default().configure_from_args();
+    parallel(&mut c);
+    c.final_summary();
+}
