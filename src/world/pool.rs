@@ -357,7 +357,16 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
                 .sparse
                 .push_within_capacity(Sparse::new(i, entity.generation()))
                 .is_ok()
-                & self.owners.push_within_capacity(entity).is_ok()
+                & self
+                    .owners
+                    // Rebuilt from its parts (equal by the precondition): stored as two
+                    // words, without reloading a spilled 16-byte handle.
+                    .push_within_capacity(EntityId::from_raw_parts(
+                        self.owner,
+                        slot as u32,
+                        entity.generation(),
+                    ))
+                    .is_ok()
                 & self.values.push_within_capacity(value).is_ok();
             debug_assert!(pushed, "pool arrays at capacity {}", self.capacity);
             return (None, true);
