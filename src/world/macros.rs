@@ -231,13 +231,15 @@ macro_rules! world {
                     .ok_or($crate::world::WorldError::RevisionExhausted)?;
                 registry.check_revisions(revisions)?;
                 let mut spawned = 0;
-                for bundle in bundles.take(n) {
+                // Internal iteration (`for_each` → `fold`) lets each bundle go straight from
+                // the producer into the pools instead of through a stack copy per `next`.
+                bundles.take(n).for_each(|bundle| {
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
                     let entity = registry.create_unbudgeted();
                     registry.advance_revision(B::LEN);
                     bundle.insert_validated(self, entity);
                     spawned += 1;
-                }
+                });
                 ::core::result::Result::Ok(spawned)
             }
 

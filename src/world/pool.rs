@@ -10,7 +10,10 @@
 //!
 //! Invariants, for every dense `i < len`: `sparse[owners[i].slot] == {dense: i, generation:
 //! owners[i].generation}` and `owners[i].owner == self.owner`; every other sparse entry is
-//! `ABSENT`. The pool is bound to one registry's owner token, so the owner, the sparse index
+//! `ABSENT`. The sparse map grows lazily: `sparse.len()` is one past the highest slot ever
+//! inserted (every slot beyond it is implicitly `ABSENT`), within the capacity reserved at
+//! init, so it never reallocates and a pool touches only the sparse pages its entities use.
+//! The pool is bound to one registry's owner token, so the owner, the sparse index
 //! (slot) and the cached generation together equal the full dense owner: a lookup validates
 //! the full 16-byte owner with one sparse load and no registry access.
 
@@ -97,7 +100,9 @@ impl SparseView<'_> {
 /// ```
 pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     owner: OwnerToken,
-    /// `len == capacity`.
+    /// Entity capacity (the registry's), fixed at init.
+    capacity: usize,
+    /// `len <= capacity`, reserved `capacity`: entries past `len` are implicitly `ABSENT`.
     sparse: Vec<Sparse, A>,
     /// Dense owners; `len` is the pool length.
     owners: Vec<EntityId, A>,
@@ -138,7 +143,8 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
         Ok(Self {
             owner: 0,
-            sparse: fixed::zeroed(capacity, alloc.clone())?,
+            capacity,
+            sparse: fixed::reserve(capacity, alloc.clone())?,
             owners: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
         })
@@ -148,7 +154,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// pool is bound, not empty or sized differently.
     #[doc(hidden)]
     pub fn bind<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) -> bool {
-        let ok = self.owner == 0 && self.is_empty() && self.sparse.len() == registry.capacity();
+        let ok = self.owner == 0 && self.is_empty() && self.capacity == registry.capacity();
         if ok {
             self.owner = registry.owner();
         }
@@ -200,29 +206,26 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.dense_index(entity).is_some()
     }
 
-    /// `entity`'s value; `None` for absent, stale or foreign handles. Checks the full 16-byte
-    /// dense owner at `dense == slot` first (the layout of pools filled in creation order),
-    /// then the sparse map.
+    /// `entity`'s value; `None` for absent, stale or foreign handles. Validates the full
+    /// owner: the pool's owner token (a register compare), then the slot's sparse entry
+    /// (8 bytes: generation and dense index), then loads the value.
     #[inline]
     pub fn get(&self, entity: EntityId) -> Option<&T> {
-        // Identity fast path: pools filled in creation order keep `dense == slot`; comparing
-        // the full dense owner there lets the value load start without waiting for `sparse`.
+        let s = self.sparse_of(entity)?;
+        // ABSENT (generation 0) with a generation-0 handle yields dense u32::MAX: out of range.
+        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         let slot = entity.slot() as usize;
-        if self.owners.get(slot) == Some(&entity) {
+        if s.dense() == slot {
+            // Pools filled in creation order keep `dense == slot`: the value address does not
+            // wait for the sparse load, so both loads overlap under branch prediction.
             return self.values.get(slot);
         }
-        let s = self.sparse_of(entity)?;
-        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get(s.dense())
     }
 
     /// `entity`'s value, mutably; value mutation is allowed in every phase.
     #[inline]
     pub fn get_mut(&mut self, entity: EntityId) -> Option<&mut T> {
-        let slot = entity.slot() as usize;
-        if self.owners.get(slot) == Some(&entity) {
-            return self.values.get_mut(slot);
-        }
         let s = self.sparse_of(entity)?;
         debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
         self.values.get_mut(s.dense())
@@ -341,11 +344,46 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// returns the previous value and whether `entity` newly joined the pool (the caller then
     /// advances the registry's revision).
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
         debug_assert_eq!(entity.owner(), self.owner);
         let slot = entity.slot() as usize;
-        let s = self.sparse[slot];
+        let i = self.values.len();
+        if slot == self.sparse.len() && i < self.capacity {
+            // Spawn fast path: a slot this pool has never seen (fresh slots are issued in
+            // increasing order). `slot < capacity` (the registry's) and `i < capacity`, so the
+            // three pushes stay within the capacity reserved at init.
+            let pushed = self
+                .sparse
+                .push_within_capacity(Sparse::new(i, entity.generation()))
+                .is_ok()
+                & self
+                    .owners
+                    // Rebuilt from its parts (equal by the precondition): stored as two
+                    // words, without reloading a spilled 16-byte handle.
+                    .push_within_capacity(EntityId::from_raw_parts(
+                        self.owner,
+                        slot as u32,
+                        entity.generation(),
+                    ))
+                    .is_ok()
+                & self.values.push_within_capacity(value).is_ok();
+            debug_assert!(pushed, "pool arrays at capacity {}", self.capacity);
+            return (None, true);
+        }
+        self.insert_general(entity, value)
+    }
+
+    /// [`insert_validated`](Self::insert_validated) for a slot the sparse map already covers.
+    #[inline]
+    fn insert_general(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
+        let slot = entity.slot() as usize;
+        debug_assert!(
+            slot < self.capacity,
+            "slot {slot} beyond capacity {}",
+            self.capacity
+        );
+        let s = self.sparse.get(slot).copied().unwrap_or(ABSENT);
         if !s.is_absent() {
             let i = s.dense();
             if s.generation == entity.generation() {
@@ -359,8 +397,15 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             return (None, true);
         }
         let i = self.values.len();
-        debug_assert!(i < self.sparse.len(), "pool full: {i}");
-        self.sparse[slot] = Sparse::new(i, entity.generation());
+        debug_assert!(i < self.capacity, "pool full: {i}");
+        let entry = Sparse::new(i, entity.generation());
+        if slot < self.sparse.len() {
+            self.sparse[slot] = entry;
+        } else {
+            // Within the reserved capacity: no reallocation.
+            self.sparse.resize(slot, ABSENT);
+            self.sparse.push(entry);
+        }
         self.owners.push(entity);
         self.values.push(value);
         (None, true)
@@ -429,7 +474,7 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
             .field("type", &core::any::type_name::<T>())
             .field("owner", &self.owner)
             .field("len", &self.len())
-            .field("capacity", &self.sparse.len())
+            .field("capacity", &self.capacity)
             .finish()
     }
 }

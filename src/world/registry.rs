@@ -311,10 +311,15 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         if self.is_alive(entity) {
             Ok(())
         } else {
-            Err(WorldError::Rejected(
-                self.diagnose(entity).err().unwrap_or(Rejection::Stale),
-            ))
+            Err(self.rejected(entity))
         }
+    }
+
+    /// The error of a failed [`check_alive`](Self::check_alive), kept out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn rejected(&self, entity: EntityId) -> WorldError {
+        WorldError::Rejected(self.diagnose(entity).err().unwrap_or(Rejection::Stale))
     }
 
     /// `Ok` inside the structural phase.
