@@ -401,7 +401,6 @@ macro_rules! world {
                     ::core::result::Result::Ok(previous)
                 }
                 #[inline]
-                #[inline]
                 fn insert_validated(&mut self, entity: $crate::EntityId, value: $ty) {
                     let (_, joined) = self.$field.insert_validated(entity, value);
                     if joined {
