@@ -198,7 +198,20 @@ fn bench_mixed(c: &mut Criterion) {
 }
 
 /// Large blocks: 4 MiB at 4 KiB alignment, one byte per page touched or none.
+///
+/// glibc raises its mmap threshold dynamically when a large mmapped block is freed, and
+/// criterion's own analysis between contenders frees such blocks; so whichever contender ran
+/// second used to get recycled heap pages while the first paid fresh page faults (183× apart on
+/// identical calls). Pinning the threshold (which disables the dynamic adjustment) makes every
+/// contender get a fresh mapping per allocation, in any order. A benchmark setting, not the
+/// library's: ludus never configures the process allocator.
 fn bench_large(c: &mut Criterion) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: `mallopt` only adjusts glibc's tuning parameters; called before this group's
+    // allocations, on the bench's main thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
     let l = Layout::from_size_align(4 << 20, 4096).unwrap();
     for (group, touched) in [("large_touched", true), ("large_untouched", false)] {
         let mut g = c.benchmark_group(group);
