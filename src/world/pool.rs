@@ -259,7 +259,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         (&self.owners, &mut self.values, sparse)
     }
 
-    /// Owners and the sparse map (for joins).
+    /// The sparse map with the pool's owner token (for joins).
     #[inline]
     pub(crate) fn sparse_view(&self) -> SparseView<'_> {
         SparseView {
