@@ -158,7 +158,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (id, h) in owners.iter().zip(values.iter_mut()) {
                 h.0 -= 1;
                 if h.0 < 0 {
-                    cmd.destroy(reg, *id)?;
+                    cmd.destroy(reg, id)?;
                 }
             }
             Ok(())
@@ -168,7 +168,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .health
         .owners()
         .iter()
-        .copied()
         .find(|e| !game.registry.is_active(*e));
     println!(
         "  {} destroys recorded; doomed entities are pending (not active) until commit",

@@ -123,7 +123,7 @@ fn owned_group_packs_and_unpacks() {
     g.insert(b, Position([0.0, 0.0])).unwrap();
     assert!(g.check_groups());
     let (ids, _, _) = g.moving();
-    let mut ids = ids.to_vec();
+    let mut ids: Vec<EntityId> = ids.iter().collect();
     ids.sort();
     let mut want = vec![b, c, d];
     want.sort();
@@ -137,7 +137,7 @@ fn join_is_driven_by_the_smallest_pool() {
         .map(|i| spawn(&mut g, i as f32, (i % 2 == 0).then_some(1.0)))
         .collect();
     let seen: Vec<EntityId> = join((&g.health, &g.velocity)).map(|(e, _)| e).collect();
-    assert_eq!(seen, g.velocity.owners(), "driver is velocity (3 < 6)");
+    assert_eq!(g.velocity.owners(), &seen[..], "driver is velocity (3 < 6)");
     for (_, (p, v, h)) in join((&mut g.position, &g.velocity, &mut g.health)) {
         p.0[0] += v.0[0];
         h.0 += 1;

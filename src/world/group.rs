@@ -2,7 +2,7 @@
 //! `[0..len)` of each member pool's dense arrays, in the same order, so a group iteration is a
 //! straight zip of dense slices with no probing.
 //!
-//! Invariant, for every member pool `p` and `i < len`: `p.owners()[i] == first.owners()[i]`,
+//! Invariant, for every member pool `p` and `i < len`: `p.owners().get(i) == first.owners().get(i)`,
 //! and an entity is in `[0..len)` exactly when it holds every member. A pool belongs to at most
 //! one group. The world keeps the invariant on every insert, remove and destroy: gaining the
 //! last member swaps the entity to position `len` in every member; losing one swaps it to
@@ -10,6 +10,7 @@
 
 use bytemuck::Pod;
 
+use super::pool::Owners;
 use super::{ComponentPool, EntityId};
 use allocator_api2::alloc::Allocator;
 
@@ -19,14 +20,14 @@ pub trait GroupMember {
     /// Dense index of `entity`, if present.
     fn member_index(&self, entity: EntityId) -> Option<usize>;
     /// Dense owners.
-    fn member_owners(&self) -> &[EntityId];
+    fn member_owners(&self) -> Owners<'_>;
 }
 
 impl<T: Pod, A: Allocator + Clone> GroupMember for ComponentPool<T, A> {
     fn member_index(&self, entity: EntityId) -> Option<usize> {
         self.dense_index(entity)
     }
-    fn member_owners(&self) -> &[EntityId] {
+    fn member_owners(&self) -> Owners<'_> {
         self.owners()
     }
 }
@@ -100,10 +101,10 @@ impl OwnedGroup {
             && members.iter().all(|m| {
                 let o = m.member_owners();
                 o.len() >= self.len
-                    && o[..self.len] == head[..self.len]
-                    && o[self.len..]
-                        .iter()
-                        .all(|e| members.iter().any(|n| n.member_index(*e).is_none()))
+                    && o.prefix(self.len) == head.prefix(self.len)
+                    && o.iter()
+                        .skip(self.len)
+                        .all(|e| members.iter().any(|n| n.member_index(e).is_none()))
             })
     }
 }

@@ -21,7 +21,7 @@
 ///   then releases its slot), `insert(e, value)`, `remove::<T>(e)`, `get::<T>(e)`,
 ///   `get_mut::<T>(e)`, `contains::<T>(e)`, `pool::<T>()`, `pool_mut::<T>()`.
 /// * `commit(&mut CommandBuffer)`: all-or-nothing.
-/// * per group `moving()`: `(&[EntityId], &mut [Position], &mut [Velocity])`, the packed
+/// * per group `moving()`: `(Owners, &mut [Position], &mut [Velocity])`, the packed
 ///   prefix of the members' dense arrays, in the same order.
 ///
 /// Component types must be distinct and [`bytemuck::Pod`]; a pool belongs to at most one group;
@@ -230,16 +230,56 @@ macro_rules! world {
                     .checked_mul(1 + B::LEN)
                     .ok_or($crate::world::WorldError::RevisionExhausted)?;
                 registry.check_revisions(revisions)?;
+                let mut bundles = bundles.take(n);
+                // Released slots are reused first (LIFO), one entity at a time; the rest (all
+                // of them, if the registry cannot batch) too.
+                let reuse = if registry.fresh_batchable() {
+                    n.min(registry.available() - registry.fresh_available())
+                } else {
+                    n
+                };
                 let mut spawned = 0;
-                // Internal iteration (`for_each` → `fold`) lets each bundle go straight from
-                // the producer into the pools instead of through a stack copy per `next`.
-                bundles.take(n).for_each(|bundle| {
+                for bundle in bundles.by_ref().take(reuse) {
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
                     let entity = registry.create_unbudgeted();
                     registry.advance_revision(B::LEN);
                     bundle.insert_validated(self, entity);
                     spawned += 1;
+                }
+                let rest = n - reuse;
+                if rest == 0 {
+                    return ::core::result::Result::Ok(spawned);
+                }
+                // The rest take fresh slots: values are written straight into each pool's
+                // reserved capacity, then published together (nothing is published if the
+                // iterator panics).
+                let cursors = B::batch_cursors(self, rest).expect("world pools hold at most `capacity - available` entries");
+                let mut count = 0;
+                // Internal iteration (`for_each` → `fold`) lets each bundle go straight from
+                // the producer into the pools instead of through a stack copy per `next`.
+                bundles.for_each(|bundle| {
+                    if count < rest {
+                        // SAFETY: `count < rest`, the `n` the cursors reserved; no pool
+                        // changes until `publish`.
+                        unsafe { bundle.write(cursors, count) };
+                        count += 1;
+                    }
                 });
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                let first = registry.create_fresh_batch(count);
+                registry.advance_revision(B::LEN * count as u64);
+                let generation = $crate::world::__private::FIRST_GENERATION;
+                // SAFETY: the cursors came from these pools for `rest >= count` entries, the
+                // bundles `0..count` were written, nothing changed the pools since, and
+                // `first..first + count` were never-used slots (in no pool).
+                unsafe { B::publish(self, first, count, generation) };
+                if B::grouped() {
+                    let owner = self.registry.owner();
+                    for slot in first..first + count as u32 {
+                        B::pack(self, $crate::EntityId::from_raw_parts(owner, slot, generation));
+                    }
+                }
+                spawned += count;
                 ::core::result::Result::Ok(spawned)
             }
 
@@ -339,6 +379,14 @@ macro_rules! world {
                 ) )*)?
             }
 
+            #[inline(always)]
+            fn __grouped<T: 'static>() -> bool {
+                false $($(
+                    || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gfirst_ty>()
+                    $( || $crate::world::__private::TypeId::of::<T>() == $crate::world::__private::TypeId::of::<$gty>() )*
+                )*)?
+            }
+
             #[inline]
             fn __pack<T: 'static>(&mut self, entity: $crate::EntityId) {
                 let _ = entity;
@@ -366,11 +414,11 @@ macro_rules! world {
             $($(
                 /// The owned group's packed prefix: entities and each member's values, in the
                 /// same dense order.
-                pub fn $group(&mut self) -> (&[$crate::EntityId], &mut [$gfirst_ty] $(, &mut [$gty])*) {
+                pub fn $group(&mut self) -> ($crate::world::Owners<'_>, &mut [$gfirst_ty] $(, &mut [$gty])*) {
                     let n = self.$group.len();
                     debug_assert!(self.check_groups());
                     let (owners, first) = self.$gfirst.split_mut();
-                    (&owners[..n], &mut first[..n] $(, &mut self.$gfield.values_mut()[..n])*)
+                    ($crate::world::__private::owners_prefix(owners, n), &mut first[..n] $(, &mut self.$gfield.values_mut()[..n])*)
                 }
             )*)?
         }
@@ -402,10 +450,16 @@ macro_rules! world {
                 }
                 #[inline]
                 fn insert_validated(&mut self, entity: $crate::EntityId, value: $ty) {
-                    let (_, joined) = self.$field.insert_validated(entity, value);
-                    if joined {
-                        self.__pack::<$ty>(entity);
-                    }
+                    self.$field.append_validated(entity, value);
+                    self.__pack::<$ty>(entity);
+                }
+                #[inline(always)]
+                fn grouped() -> bool {
+                    Self::__grouped::<$ty>()
+                }
+                #[inline]
+                fn pack_joined(&mut self, entity: $crate::EntityId) {
+                    self.__pack::<$ty>(entity);
                 }
                 fn remove_component(
                     &mut self,

@@ -62,7 +62,7 @@ mod stores;
 pub use commands::{CommandBuffer, CommitTarget, Provisional, Target};
 pub use error::{CommandError, InitError, Rejection, WorldError};
 pub use group::{GroupMember, OwnedGroup};
-pub use pool::ComponentPool;
+pub use pool::{BatchCursor, ComponentPool, EntityKey, Owners, OwnersIter};
 pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
 pub use registry::{EntityRegistry, MAX_CAPACITY};
 pub use stores::{Bundle, ReadOnly, Stores};
@@ -82,7 +82,13 @@ pub type EntityId = Handle<EntityTag>;
 /// Paths used by [`world!`](crate::world!) expansions; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::identity::FIRST_GENERATION;
     pub use allocator_api2::alloc::{Allocator, Global};
     pub use bytemuck;
     pub use core::any::TypeId;
+
+    /// The first `n` of `owners` (a group's packed prefix).
+    pub fn owners_prefix(owners: super::Owners<'_>, n: usize) -> super::Owners<'_> {
+        owners.prefix(n)
+    }
 }

@@ -1,21 +1,24 @@
-//! `ComponentPool<T>`: sparse slot map + dense owners + dense values for one plain-data type.
+//! `ComponentPool<T>`: dense keys + dense values for one plain-data type, with a sparse map
+//! consulted only for entities not stored at their own slot index.
 //!
 //! ```text
-//!  sparse (per slot, len == capacity)      dense (len == pool length, capacity == capacity)
-//!  slot 0 [dense 1 | gen 3]  ───────┐       i:      0        1        2
-//!  slot 1 [ABSENT  | gen 0]         └────▶  owners: [e(5,1)] [e(0,3)] [e(2,7)]
-//!  slot 2 [dense 2 | gen 7]                 values: [  T   ] [  T   ] [  T   ]
-//!  slot 5 [dense 0 | gen 1]
+//!  keys:   i: 0        1        2        3          values: [T] [T] [T] [T]
+//!          [0|g3]   [1|g1]   [7|g2]   [2|g5]
+//!  sparse: slot 7 → 2, slot 2 → 3        (slots 0 and 1 sit at dense == slot: no entry)
 //! ```
 //!
-//! Invariants, for every dense `i < len`: `sparse[owners[i].slot] == {dense: i, generation:
-//! owners[i].generation}` and `owners[i].owner == self.owner`; every other sparse entry is
-//! `ABSENT`. The sparse map grows lazily: `sparse.len()` is one past the highest slot ever
-//! inserted (every slot beyond it is implicitly `ABSENT`), within the capacity reserved at
-//! init, so it never reallocates and a pool touches only the sparse pages its entities use.
-//! The pool is bound to one registry's owner token, so the owner, the sparse index
-//! (slot) and the cached generation together equal the full dense owner: a lookup validates
-//! the full 16-byte owner with one sparse load and no registry access.
+//! Invariants, for every dense `i < len` with `keys[i] = {slot s, generation g}`: the pool
+//! holds the entity `(owner, s, g)` at `i`; no slot appears twice in `keys[..len]`; and either
+//! `i == s` or `sparse[s] == i`. Every other sparse entry is meaningless: a lookup trusts a
+//! dense index only after the key stored there matches, so stale sparse entries are never
+//! cleared (as in Briggs & Torczon's sparse sets). The sparse map grows lazily within the
+//! capacity reserved at init (`sparse.len()` is one past the highest slot ever recorded) and
+//! is never written for an entity stored at its own slot index, which is where entities
+//! spawned in creation order land: such pools never touch their sparse map at all.
+//!
+//! A lookup of `(owner, s, g)`: the owner must be the pool's; then `keys[s] == {s, g}` (the
+//! value sits at `s`), else `keys[sparse[s]] == {s, g}`. The full owner is validated with an
+//! 8-byte compare and no registry access.
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
@@ -24,59 +27,222 @@ use bytemuck::Pod;
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
 
-/// Sparse entry: the dense index (stored bitwise-inverted, so the all-zero entry is `ABSENT`
-/// and the array can come zeroed from the allocator) and the generation of the owner there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Zeroable)]
+/// An entity handle without its owner token: what a pool stores per dense entry (the owner is
+/// the pool's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(8))]
-pub(crate) struct Sparse {
-    not_dense: u32,
-    generation: u32,
+pub struct EntityKey {
+    /// Registry slot.
+    pub slot: u32,
+    /// Generation of the incarnation.
+    pub generation: u32,
 }
 
-impl Sparse {
+impl EntityKey {
+    /// The key of `entity` (its owner dropped).
     #[inline(always)]
-    fn new(dense: usize, generation: u32) -> Self {
+    pub const fn of(entity: EntityId) -> Self {
         Self {
-            not_dense: !(dense as u32),
-            generation,
+            slot: entity.slot(),
+            generation: entity.generation(),
         }
     }
 
+    /// The full handle under `owner`.
     #[inline(always)]
-    fn dense(self) -> usize {
-        !self.not_dense as usize
-    }
-
-    #[inline(always)]
-    fn is_absent(self) -> bool {
-        self.not_dense == 0
+    pub const fn entity(self, owner: OwnerToken) -> EntityId {
+        EntityId::from_raw_parts(owner, self.slot, self.generation)
     }
 }
 
-/// No dense entry: dense index `u32::MAX` is beyond every dense range and generation 0 matches
-/// no handle a registry issues.
-const ABSENT: Sparse = Sparse {
-    not_dense: 0,
-    generation: 0,
-};
-
-/// A pool's sparse map, borrowed apart from its dense arrays (for joins).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SparseView<'p> {
+/// A pool's dense owners: `get(i)` holds `values()[i]`. A view over the dense keys and the
+/// pool's owner token.
+#[derive(Clone, Copy)]
+pub struct Owners<'p> {
     owner: OwnerToken,
-    sparse: &'p [Sparse],
+    keys: &'p [EntityKey],
 }
 
-impl SparseView<'_> {
-    /// Dense index of `entity` in a pool of `len` entries, validated like
-    /// [`ComponentPool::dense_index`].
+impl<'p> Owners<'p> {
+    /// Number of owners (the pool's length, or a group's).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when there are none.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The owner of dense index `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<EntityId> {
+        self.keys.get(i).map(|k| k.entity(self.owner))
+    }
+
+    /// The dense keys (handles without the owner token).
+    #[inline]
+    pub fn keys(&self) -> &'p [EntityKey] {
+        self.keys
+    }
+
+    /// The owner token shared by every entry.
+    #[inline]
+    pub fn owner(&self) -> OwnerToken {
+        self.owner
+    }
+
+    /// Iterates the owners in dense order.
+    #[inline]
+    pub fn iter(&self) -> OwnersIter<'p> {
+        OwnersIter {
+            owner: self.owner,
+            keys: self.keys.iter(),
+        }
+    }
+
+    /// The first `n` owners (a group's packed prefix).
+    #[inline]
+    pub(crate) fn prefix(self, n: usize) -> Self {
+        Self {
+            owner: self.owner,
+            keys: &self.keys[..n],
+        }
+    }
+}
+
+impl core::fmt::Debug for Owners<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'p> IntoIterator for Owners<'p> {
+    type Item = EntityId;
+    type IntoIter = OwnersIter<'p>;
+    #[inline]
+    fn into_iter(self) -> OwnersIter<'p> {
+        self.iter()
+    }
+}
+
+impl PartialEq<[EntityId]> for Owners<'_> {
+    fn eq(&self, other: &[EntityId]) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter().copied())
+    }
+}
+
+impl PartialEq<&[EntityId]> for Owners<'_> {
+    fn eq(&self, other: &&[EntityId]) -> bool {
+        *self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<&[EntityId; N]> for Owners<'_> {
+    fn eq(&self, other: &&[EntityId; N]) -> bool {
+        *self == other[..]
+    }
+}
+
+impl PartialEq for Owners<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+/// Iterator over [`Owners`], in dense order.
+#[derive(Debug, Clone)]
+pub struct OwnersIter<'p> {
+    owner: OwnerToken,
+    keys: core::slice::Iter<'p, EntityKey>,
+}
+
+impl Iterator for OwnersIter<'_> {
+    type Item = EntityId;
+    #[inline]
+    fn next(&mut self) -> Option<EntityId> {
+        self.keys.next().map(|k| k.entity(self.owner))
+    }
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.keys.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for OwnersIter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<EntityId> {
+        self.keys.next_back().map(|k| k.entity(self.owner))
+    }
+}
+
+impl ExactSizeIterator for OwnersIter<'_> {}
+
+/// A pool's lookup structures, borrowed apart from its values (for joins).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Index<'p> {
+    owner: OwnerToken,
+    keys: &'p [EntityKey],
+    sparse: &'p [u32],
+}
+
+impl<'p> Index<'p> {
+    /// Dense index of `entity`, validated against the full owner.
     #[inline(always)]
-    pub(crate) fn dense_of(&self, entity: EntityId, len: usize) -> Option<usize> {
+    pub(crate) fn dense_of(&self, entity: EntityId) -> Option<usize> {
         if entity.owner() != self.owner {
             return None;
         }
-        let s = *self.sparse.get(entity.slot() as usize)?;
-        (s.generation == entity.generation() && s.dense() < len).then(|| s.dense())
+        let key = EntityKey::of(entity);
+        let s = key.slot as usize;
+        if self.keys.get(s) == Some(&key) {
+            return Some(s);
+        }
+        let d = *self.sparse.get(s)? as usize;
+        (self.keys.get(d) == Some(&key)).then_some(d)
+    }
+
+    /// Dense index of the entry for `slot`, whatever its generation.
+    #[inline(always)]
+    fn slot_entry(&self, slot: u32) -> Option<usize> {
+        let s = slot as usize;
+        if self.keys.get(s).is_some_and(|k| k.slot == slot) {
+            return Some(s);
+        }
+        let d = *self.sparse.get(s)? as usize;
+        self.keys
+            .get(d)
+            .is_some_and(|k| k.slot == slot)
+            .then_some(d)
+    }
+
+    /// Number of dense entries.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The owner of dense index `i < len`.
+    #[inline(always)]
+    pub(crate) fn owner_at(&self, i: usize) -> EntityId {
+        self.keys[i].entity(self.owner)
+    }
+
+    /// Whether dense index `i` holds `entity` (full owner compared).
+    #[inline(always)]
+    pub(crate) fn holds(&self, i: usize, entity: EntityId) -> bool {
+        entity.owner() == self.owner && self.keys.get(i) == Some(&EntityKey::of(entity))
+    }
+
+    /// The owners.
+    #[inline(always)]
+    pub(crate) fn owners(&self) -> Owners<'p> {
+        Owners {
+            owner: self.owner,
+            keys: self.keys,
+        }
     }
 }
 
@@ -96,17 +262,19 @@ impl SparseView<'_> {
 /// *hp.get_mut(e).unwrap() -= 1;
 /// assert_eq!(hp.get(e), Some(&99));
 /// assert_eq!(hp.values(), &[99]);
+/// assert_eq!(hp.owners().get(0), Some(e));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Entity capacity (the registry's), fixed at init.
     capacity: usize,
-    /// `len <= capacity`, reserved `capacity`: entries past `len` are implicitly `ABSENT`.
-    sparse: Vec<Sparse, A>,
-    /// Dense owners; `len` is the pool length.
-    owners: Vec<EntityId, A>,
-    /// Dense values; `values.len() == owners.len()`.
+    /// Dense index per slot, for entries not at `dense == slot`; reserved `capacity`, grown
+    /// lazily (see the module invariants).
+    sparse: Vec<u32, A>,
+    /// Dense keys; `len` is the pool length; reserved `capacity`.
+    keys: Vec<EntityKey, A>,
+    /// Dense values; `values.len() == keys.len()`; reserved `capacity`.
     values: Vec<T, A>,
 }
 
@@ -145,7 +313,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             owner: 0,
             capacity,
             sparse: fixed::reserve(capacity, alloc.clone())?,
-            owners: fixed::reserve(capacity, alloc.clone())?,
+            keys: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
         })
     }
@@ -179,25 +347,18 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     }
 
     #[inline(always)]
-    fn sparse_of(&self, entity: EntityId) -> Option<Sparse> {
-        if entity.owner() != self.owner {
-            return None;
+    pub(crate) fn index(&self) -> Index<'_> {
+        Index {
+            owner: self.owner,
+            keys: &self.keys,
+            sparse: &self.sparse,
         }
-        let s = *self.sparse.get(entity.slot() as usize)?;
-        (s.generation == entity.generation()).then_some(s)
     }
 
     /// Dense index of `entity`'s value, validated against the full owner.
     #[inline]
     pub fn dense_index(&self, entity: EntityId) -> Option<usize> {
-        let s = self.sparse_of(entity)?;
-        let i = s.dense();
-        // ABSENT has generation 0, which no handle matching a present entry carries; a handle
-        // with generation 0 reaches here with i == u32::MAX and fails the range check.
-        (i < self.values.len()).then(|| {
-            debug_assert_eq!(self.owners[i], entity, "sparse/dense mismatch at {i}");
-            i
-        })
+        self.index().dense_of(entity)
     }
 
     /// True when `entity` (this incarnation) holds a `T`.
@@ -207,28 +368,22 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     }
 
     /// `entity`'s value; `None` for absent, stale or foreign handles. Validates the full
-    /// owner: the pool's owner token (a register compare), then the slot's sparse entry
-    /// (8 bytes: generation and dense index), then loads the value.
+    /// owner: the pool's owner token (a register compare), then the 8-byte key at the slot's
+    /// own dense index, else at the index its sparse entry names.
     #[inline]
     pub fn get(&self, entity: EntityId) -> Option<&T> {
-        let s = self.sparse_of(entity)?;
-        // ABSENT (generation 0) with a generation-0 handle yields dense u32::MAX: out of range.
-        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
-        let slot = entity.slot() as usize;
-        if s.dense() == slot {
-            // Pools filled in creation order keep `dense == slot`: the value address does not
-            // wait for the sparse load, so both loads overlap under branch prediction.
-            return self.values.get(slot);
-        }
-        self.values.get(s.dense())
+        let i = self.dense_index(entity)?;
+        // SAFETY: `dense_of` returns only indices of matching keys, and `keys.len() ==
+        // values.len()` (struct invariant), so `i` is in bounds of `values`.
+        Some(unsafe { self.values.get_unchecked(i) })
     }
 
     /// `entity`'s value, mutably; value mutation is allowed in every phase.
     #[inline]
     pub fn get_mut(&mut self, entity: EntityId) -> Option<&mut T> {
-        let s = self.sparse_of(entity)?;
-        debug_assert!(self.owners.get(s.dense()).is_none_or(|o| *o == entity));
-        self.values.get_mut(s.dense())
+        let i = self.dense_index(entity)?;
+        // SAFETY: as in `get`: `i < keys.len() == values.len()`.
+        Some(unsafe { self.values.get_unchecked_mut(i) })
     }
 
     /// Dense values, in dense order.
@@ -243,45 +398,39 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         &mut self.values
     }
 
-    /// Dense owners: `owners()[i]` holds `values()[i]`.
+    /// Dense owners: `owners().get(i)` holds `values()[i]`.
     #[inline]
-    pub fn owners(&self) -> &[EntityId] {
-        &self.owners
+    pub fn owners(&self) -> Owners<'_> {
+        self.index().owners()
     }
 
-    /// Owners, values and the sparse map as disjoint borrows (for joins).
+    /// The lookup structures and the values as disjoint borrows (for joins).
     #[inline]
-    pub(crate) fn join_parts(&mut self) -> (&[EntityId], &mut [T], SparseView<'_>) {
-        let sparse = SparseView {
+    pub(crate) fn join_parts(&mut self) -> (Index<'_>, &mut [T]) {
+        let index = Index {
             owner: self.owner,
+            keys: &self.keys,
             sparse: &self.sparse,
         };
-        (&self.owners, &mut self.values, sparse)
+        (index, &mut self.values)
     }
 
-    /// The sparse map with the pool's owner token (for joins).
+    /// Owners and values, the latter mutable, as parallel sequences.
     #[inline]
-    pub(crate) fn sparse_view(&self) -> SparseView<'_> {
-        SparseView {
-            owner: self.owner,
-            sparse: &self.sparse,
-        }
-    }
-
-    /// Owners and values, the latter mutable, as parallel slices.
-    #[inline]
-    pub fn split_mut(&mut self) -> (&[EntityId], &mut [T]) {
-        (&self.owners, &mut self.values)
+    pub fn split_mut(&mut self) -> (Owners<'_>, &mut [T]) {
+        let (index, values) = self.join_parts();
+        (index.owners(), values)
     }
 
     /// Iterates `(entity, &value)` in dense order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (EntityId, &T)> + '_ {
-        self.owners.iter().copied().zip(self.values.iter())
+        self.owners().iter().zip(self.values.iter())
     }
 
     /// Iterates `(entity, &mut value)` in dense order.
     pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (EntityId, &mut T)> + '_ {
-        self.owners.iter().copied().zip(self.values.iter_mut())
+        let (owners, values) = self.split_mut();
+        owners.into_iter().zip(values.iter_mut())
     }
 
     /// Parallel disjoint chunks of the dense values (feature `rayon`).
@@ -294,19 +443,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.values.par_chunks_mut(chunk.max(1))
     }
 
-    #[inline]
-    fn check_structural<B: Allocator + Clone>(
-        &self,
-        registry: &EntityRegistry<B>,
-        entity: EntityId,
-    ) -> Result<(), WorldError> {
-        registry.check_phase()?;
-        if registry.owner() != self.owner {
-            return Err(WorldError::ForeignPool);
-        }
-        registry.check_alive(entity)
-    }
-
     /// `Ok` when [`insert`](Self::insert) / [`remove`](Self::remove) of `entity` would succeed.
     ///
     /// # Errors
@@ -317,7 +453,11 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         registry: &EntityRegistry<B>,
         entity: EntityId,
     ) -> Result<(), WorldError> {
-        self.check_structural(registry, entity)?;
+        registry.check_phase()?;
+        if registry.owner() != self.owner {
+            return Err(WorldError::ForeignPool);
+        }
+        registry.check_alive(entity)?;
         registry.check_revisions(1)
     }
 
@@ -344,71 +484,58 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// returns the previous value and whether `entity` newly joined the pool (the caller then
     /// advances the registry's revision).
     #[doc(hidden)]
-    #[inline(always)]
+    #[inline]
     pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
         debug_assert_eq!(entity.owner(), self.owner);
-        let slot = entity.slot() as usize;
-        let i = self.values.len();
-        if slot == self.sparse.len() && i < self.capacity {
-            // Spawn fast path: a slot this pool has never seen (fresh slots are issued in
-            // increasing order). `slot < capacity` (the registry's) and `i < capacity`, so the
-            // three pushes stay within the capacity reserved at init.
-            let pushed = self
-                .sparse
-                .push_within_capacity(Sparse::new(i, entity.generation()))
-                .is_ok()
-                & self
-                    .owners
-                    // Rebuilt from its parts (equal by the precondition): stored as two
-                    // words, without reloading a spilled 16-byte handle.
-                    .push_within_capacity(EntityId::from_raw_parts(
-                        self.owner,
-                        slot as u32,
-                        entity.generation(),
-                    ))
-                    .is_ok()
-                & self.values.push_within_capacity(value).is_ok();
-            debug_assert!(pushed, "pool arrays at capacity {}", self.capacity);
+        let key = EntityKey::of(entity);
+        let Some(i) = self.index().slot_entry(key.slot) else {
+            self.append_validated(entity, value);
             return (None, true);
+        };
+        if self.keys[i] == key {
+            return (Some(core::mem::replace(&mut self.values[i], value)), false);
         }
-        self.insert_general(entity, value)
+        // A former incarnation of this slot was released without leaving the pool: its entry
+        // is reused in place by the new incarnation.
+        self.keys[i] = key;
+        self.values[i] = value;
+        (None, true)
     }
 
-    /// [`insert_validated`](Self::insert_validated) for a slot the sparse map already covers.
+    /// Appends `entity` (validated alive, holding no entry in this pool under any generation,
+    /// as after a world's create) at dense index `len`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn append_validated(&mut self, entity: EntityId, value: T) {
+        debug_assert_eq!(entity.owner(), self.owner);
+        debug_assert!(self.index().slot_entry(entity.slot()).is_none());
+        let i = self.values.len();
+        let key = EntityKey::of(entity);
+        // `len < capacity`: every stored slot is distinct and below the registry's capacity.
+        let pushed = self.keys.push_within_capacity(key).is_ok()
+            & self.values.push_within_capacity(value).is_ok();
+        assert!(pushed, "pool of capacity {} is full", self.capacity);
+        if key.slot as usize != i {
+            self.set_sparse(key.slot, i);
+        }
+    }
+
+    /// Records that `slot`'s entry sits at dense index `i`.
     #[inline]
-    fn insert_general(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
-        let slot = entity.slot() as usize;
+    fn set_sparse(&mut self, slot: u32, i: usize) {
+        let s = slot as usize;
+        if let Some(entry) = self.sparse.get_mut(s) {
+            *entry = i as u32;
+            return;
+        }
         debug_assert!(
-            slot < self.capacity,
-            "slot {slot} beyond capacity {}",
+            s < self.capacity,
+            "slot {s} beyond capacity {}",
             self.capacity
         );
-        let s = self.sparse.get(slot).copied().unwrap_or(ABSENT);
-        if !s.is_absent() {
-            let i = s.dense();
-            if s.generation == entity.generation() {
-                return (Some(core::mem::replace(&mut self.values[i], value)), false);
-            }
-            // A former incarnation of this slot was released without leaving the pool: its
-            // entry is reused in place by the new incarnation.
-            self.owners[i] = entity;
-            self.values[i] = value;
-            self.sparse[slot].generation = entity.generation();
-            return (None, true);
-        }
-        let i = self.values.len();
-        debug_assert!(i < self.capacity, "pool full: {i}");
-        let entry = Sparse::new(i, entity.generation());
-        if slot < self.sparse.len() {
-            self.sparse[slot] = entry;
-        } else {
-            // Within the reserved capacity: no reallocation.
-            self.sparse.resize(slot, ABSENT);
-            self.sparse.push(entry);
-        }
-        self.owners.push(entity);
-        self.values.push(value);
-        (None, true)
+        // Within the capacity reserved at init: no reallocation. The filler is meaningless.
+        self.sparse.resize(s, 0);
+        self.sparse.push(i as u32);
     }
 
     /// Removes `entity`'s value by swap removal: the last dense element moves into the hole.
@@ -434,37 +561,110 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[doc(hidden)]
     #[inline]
     pub fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
-        if self.values.is_empty() {
-            return None; // also spares a destroy from touching this pool's sparse pages
-        }
         let i = self.dense_index(entity)?;
         Some(self.remove_at(i))
     }
 
-    /// Swap-removes dense index `i < len`, fixing the moved owner's sparse entry.
+    /// Swap-removes dense index `i < len`, recording the moved entry's new index.
     #[inline]
     fn remove_at(&mut self, i: usize) -> T {
-        let removed = self.owners.swap_remove(i);
+        let last = self.values.len() - 1;
         let value = self.values.swap_remove(i);
-        self.sparse[removed.slot() as usize] = ABSENT;
-        if let Some(moved) = self.owners.get(i) {
-            self.sparse[moved.slot() as usize].not_dense = !(i as u32);
+        self.keys.swap_remove(i);
+        if i != last {
+            // SAFETY: `i < last == keys.len()` after the removal.
+            let moved = unsafe { self.keys.get_unchecked(i) }.slot;
+            if moved as usize != i {
+                self.set_sparse(moved, i);
+            }
         }
         value
     }
 
-    /// Swaps dense positions `i` and `j` (both `< len`), keeping the sparse map consistent.
+    /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
     /// Used by owned groups; order-only, not a membership change.
     #[doc(hidden)]
-    #[inline(always)]
+    #[inline]
     pub fn swap_dense(&mut self, i: usize, j: usize) {
         if i == j {
             return;
         }
-        self.owners.swap(i, j);
+        self.keys.swap(i, j);
         self.values.swap(i, j);
-        self.sparse[self.owners[i].slot() as usize].not_dense = !(i as u32);
-        self.sparse[self.owners[j].slot() as usize].not_dense = !(j as u32);
+        for at in [i, j] {
+            let slot = self.keys[at].slot;
+            if slot as usize != at {
+                self.set_sparse(slot, at);
+            }
+        }
+    }
+
+    /// Reserves `n` dense entries past the end for a batch append, returning where to write
+    /// their values; `None` (changing nothing) when fewer than `n` entries are free.
+    #[doc(hidden)]
+    #[inline]
+    pub fn batch_cursor(&mut self, n: usize) -> Option<BatchCursor<T>> {
+        let len = self.values.len();
+        (self.capacity - len >= n && self.values.capacity() - len >= n).then(|| BatchCursor {
+            // SAFETY: `len <= capacity` of the allocation, so `len` is at most one past the end.
+            next: unsafe { self.values.as_mut_ptr().add(len) },
+        })
+    }
+
+    /// Publishes `count` values written through [`batch_cursor`](Self::batch_cursor) as the
+    /// entries of the fresh slots `first..first + count` at the first generation.
+    ///
+    /// # Safety
+    /// The cursor came from this pool with `n >= count` and no structural change since; values
+    /// `0..count` were written through it; the slots were never in this pool (fresh registry
+    /// slots of a world) and are below the pool's capacity.
+    #[doc(hidden)]
+    pub unsafe fn publish_batch(&mut self, first: u32, count: usize, generation: u32) {
+        let len = self.values.len();
+        debug_assert!(len + count <= self.capacity);
+        debug_assert!(first as usize + count <= self.capacity);
+        // SAFETY: the caller wrote `count` values at `len..len + count`, within the reserved
+        // capacity (`batch_cursor` checked), and `T: Pod` has no invalid bit patterns.
+        unsafe { self.values.set_len(len + count) };
+        self.keys.extend(
+            (first..)
+                .take(count)
+                .map(|slot| EntityKey { slot, generation }),
+        );
+        if first as usize != len {
+            for k in 0..count {
+                self.set_sparse(first + k as u32, len + k);
+            }
+        }
+    }
+}
+
+/// Where a batch writes its next values into a pool's reserved, unused dense capacity.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct BatchCursor<T> {
+    next: *mut T,
+}
+
+impl<T> Clone for BatchCursor<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for BatchCursor<T> {}
+
+impl<T: Pod> BatchCursor<T> {
+    /// Writes the `k`-th value of the batch.
+    ///
+    /// # Safety
+    /// `k` is below the `n` the cursor was reserved for, and the pool has not changed since.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn write(self, k: usize, value: T) {
+        // SAFETY: `k < n` and the pool reserved `n` unused entries past its length at
+        // `next` (caller), so the write is in bounds of the allocation and overwrites no
+        // published value.
+        unsafe { self.next.add(k).write(value) }
     }
 }
 

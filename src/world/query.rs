@@ -1,8 +1,8 @@
 //! Joins over 2..=6 pools, driven by the smallest pool.
 //!
-//! The driver is walked in dense order; every other column is probed through its sparse map
-//! (one load and a generation compare). Iteration order is therefore the driver's dense order:
-//! deterministic for a given operation sequence. For a straight zip without probing, use an
+//! The driver is walked in dense order; every other column is probed by key: first at the
+//! driver's dense index, then at the slot's own index, then through its sparse map. Iteration
+//! order is therefore the driver's dense order: deterministic for a given operation sequence. For a straight zip without probing, use an
 //! owned group.
 
 use core::marker::PhantomData;
@@ -10,7 +10,7 @@ use core::marker::PhantomData;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::pool::SparseView;
+use super::pool::Index;
 use super::{ComponentPool, EntityId};
 
 mod sealed {
@@ -28,12 +28,14 @@ pub trait Column: sealed::Sealed {
     fn owner_at(&self, i: usize) -> EntityId;
     #[doc(hidden)]
     fn index_of(&self, entity: EntityId) -> Option<usize>;
+    #[doc(hidden)]
+    fn holds(&self, i: usize, entity: EntityId) -> bool;
     /// `entity`'s dense index, trying `hint` first (pools filled in the same order share
     /// dense positions, so a join of them never probes a sparse map).
     #[doc(hidden)]
     #[inline(always)]
     fn index_near(&self, entity: EntityId, hint: usize) -> Option<usize> {
-        if hint < self.dense_len() && self.owner_at(hint) == entity {
+        if self.holds(hint, entity) {
             Some(hint)
         } else {
             self.index_of(entity)
@@ -57,9 +59,8 @@ pub trait IntoColumn {
 /// Shared column: yields `&'p T`.
 #[derive(Debug)]
 pub struct ColumnRef<'p, T: Pod> {
-    owners: &'p [EntityId],
+    index: Index<'p>,
     values: &'p [T],
-    sparse: SparseView<'p>,
 }
 
 impl<T: Pod> sealed::Sealed for ColumnRef<'_, T> {}
@@ -68,15 +69,19 @@ impl<'p, T: Pod> Column for ColumnRef<'p, T> {
     type Item = &'p T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
-        self.owners.len()
+        self.index.len()
     }
     #[inline(always)]
     fn owner_at(&self, i: usize) -> EntityId {
-        self.owners[i]
+        self.index.owner_at(i)
     }
     #[inline(always)]
     fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.sparse.dense_of(entity, self.owners.len())
+        self.index.dense_of(entity)
+    }
+    #[inline(always)]
+    fn holds(&self, i: usize, entity: EntityId) -> bool {
+        self.index.holds(i, entity)
     }
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p T {
@@ -89,9 +94,8 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
     #[inline]
     fn into_column(self) -> Self::Column {
         ColumnRef {
-            owners: self.owners(),
+            index: self.index(),
             values: self.values(),
-            sparse: self.sparse_view(),
         }
     }
 }
@@ -99,9 +103,8 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
 /// Exclusive column: yields `&'p mut T` for distinct dense indices.
 #[derive(Debug)]
 pub struct ColumnMut<'p, T: Pod> {
-    owners: &'p [EntityId],
-    sparse: SparseView<'p>,
-    /// From the pool's exclusive `&'p mut [T]`; valid for `owners.len()` elements.
+    index: Index<'p>,
+    /// From the pool's exclusive `&'p mut [T]`; valid for `index.len()` elements.
     values: *mut T,
     _values: PhantomData<&'p mut [T]>,
 }
@@ -112,27 +115,31 @@ impl<'p, T: Pod> Column for ColumnMut<'p, T> {
     type Item = &'p mut T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
-        self.owners.len()
+        self.index.len()
     }
     #[inline(always)]
     fn owner_at(&self, i: usize) -> EntityId {
-        self.owners[i]
+        self.index.owner_at(i)
     }
     #[inline(always)]
     fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.sparse.dense_of(entity, self.owners.len())
+        self.index.dense_of(entity)
+    }
+    #[inline(always)]
+    fn holds(&self, i: usize, entity: EntityId) -> bool {
+        self.index.holds(i, entity)
     }
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
         debug_assert!(
-            i < self.owners.len(),
+            i < self.index.len(),
             "fetch {i} beyond {}",
-            self.owners.len()
+            self.index.len()
         );
-        // SAFETY: 1. `i < owners.len() == values.len()` (caller), so the pointer is in bounds;
+        // SAFETY: 1. `i < keys.len() == values.len()` (caller), so the pointer is in bounds;
         // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
         // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
-        //    nothing else reads or writes meanwhile (owners and sparse are separate arrays).
+        //    nothing else reads or writes meanwhile (keys and sparse are separate arrays).
         unsafe { &mut *self.values.add(i) }
     }
 }
@@ -141,11 +148,10 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A
     type Column = ColumnMut<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
-        let (owners, values, sparse) = self.join_parts();
-        debug_assert_eq!(owners.len(), values.len());
+        let (index, values) = self.join_parts();
+        debug_assert_eq!(index.len(), values.len());
         ColumnMut {
-            owners,
-            sparse,
+            index,
             values: values.as_mut_ptr(),
             _values: PhantomData,
         }

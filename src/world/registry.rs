@@ -1,16 +1,19 @@
 //! `EntityRegistry`: fixed-capacity slot allocator that issues and validates [`EntityId`]s.
 //!
 //! ```text
-//!  slot:        0        1        2        3   ...  high ........ capacity
-//!  meta:      [g|LIVE] [g|FREE] [g|PEND] [g|RET]    (untouched: 1|FREE)
+//!  slot:        0        1        2        3   ...  meta.len() ........ capacity
+//!  meta:      [g|LIVE] [g|FREE] [g|PEND] [g|RET]    (not stored: 1|FREE)
 //!  sequence:  [  17  ] [  --  ] [   4  ] [  --  ]
 //!  free:      [1, ...]             LIFO stack of released, reusable slots
 //! ```
 //!
 //! `meta[slot]` packs the slot's current generation (low 32 bits) and its state (high bits), so
-//! `is_alive` / `is_active` are one load and one compare. Slots `>= high` were never used and
-//! are implicitly free at [`FIRST_GENERATION`]; `create` pops the free list first, then takes
-//! `high`. Accounting invariant: `alive + retired + free.len() + (capacity - high) == capacity`.
+//! `is_alive` / `is_active` are one load and one compare. Slots `>= high` were never created;
+//! `create` pops the free list first, then takes `high`. The per-slot arrays grow lazily within
+//! the capacity reserved at init (no reallocation, and init writes nothing): `meta.len() >=
+//! high` (entries in `[high, meta.len())` are free; slots past `meta.len()` are implicitly free
+//! at [`FIRST_GENERATION`]) and `sequence.len() == high`. Accounting invariant: `alive +
+//! retired + free.len() + (capacity - high) == capacity`.
 //!
 //! Pending-destruction marks are set through `&self` (command recording), so `meta` is atomic;
 //! every access is `Relaxed`: the registry is mutated by one owner thread and read by jobs the
@@ -69,9 +72,12 @@ pub const MAX_CAPACITY: usize = u32::MAX as usize;
 pub struct EntityRegistry<A: Allocator + Clone = Global> {
     /// Owner token of this registry lifetime; nonzero.
     owner: OwnerToken,
-    /// Per slot: `generation | state`; `len == capacity`.
+    /// Slots fixed at init.
+    capacity: usize,
+    /// Per slot: `generation | state`; `high <= len <= capacity` (module docs).
     meta: Vec<AtomicU64, A>,
-    /// Per slot: creation sequence of the current incarnation (meaningful while alive).
+    /// Per created slot: creation sequence of the current incarnation (meaningful while
+    /// alive); `len == high`.
     sequence: Vec<u64, A>,
     /// LIFO stack of released reusable slots; `len <= capacity`, never reallocates.
     free: Vec<u32, A>,
@@ -153,15 +159,13 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
                 max: MAX_CAPACITY,
             });
         }
-        let mut meta = fixed::reserve(capacity, alloc.clone())?;
-        for _ in 0..capacity {
-            meta.push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
-        }
-        let sequence = fixed::zeroed(capacity, alloc.clone())?;
+        let meta = fixed::reserve(capacity, alloc.clone())?;
+        let sequence = fixed::reserve(capacity, alloc.clone())?;
         let free = fixed::reserve(capacity, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             owner,
+            capacity,
             meta,
             sequence,
             free,
@@ -183,7 +187,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// Number of slots fixed at init.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.meta.len()
+        self.capacity
     }
 
     /// Number of alive entities (live or pending destruction).
@@ -233,14 +237,19 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.structural = open;
     }
 
+    /// `generation | state` of `slot`; `None` beyond the stored prefix (free at the first
+    /// generation, or out of range).
+    #[inline(always)]
+    fn stored_meta(&self, slot: u32) -> Option<u64> {
+        self.meta.get(slot as usize).map(|m| m.load(Relaxed))
+    }
+
     #[inline]
     fn meta_of(&self, entity: EntityId) -> Option<u64> {
         if entity.owner() != self.owner {
             return None;
         }
-        self.meta
-            .get(entity.slot() as usize)
-            .map(|m| m.load(Relaxed))
+        self.stored_meta(entity.slot())
     }
 
     /// True when `entity` names a live or pending incarnation of this registry: owner, range,
@@ -283,10 +292,12 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         if entity.owner() != self.owner {
             return Err(Rejection::ForeignOwner);
         }
-        let Some(meta) = self.meta.get(entity.slot() as usize) else {
+        if entity.slot() as usize >= self.capacity {
             return Err(Rejection::OutOfRange);
-        };
-        let m = meta.load(Relaxed);
+        }
+        let m = self
+            .stored_meta(entity.slot())
+            .unwrap_or(u64::from(FIRST_GENERATION) | FREE);
         if m & RETIRED != 0 {
             return Err(Rejection::Retired);
         }
@@ -408,26 +419,89 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     #[inline]
     pub fn create_unbudgeted(&mut self) -> EntityId {
-        let slot = match self.free.pop() {
-            Some(slot) => slot,
-            None => {
-                let slot = self.high;
-                self.high += 1;
-                slot
+        self.last_sequence += 1;
+        self.alive += 1;
+        self.revision += 1;
+        let (slot, generation) = match self.free.pop() {
+            Some(slot) => {
+                let meta = &self.meta[slot as usize];
+                let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
+                meta.store(u64::from(generation) | LIVE, Relaxed);
+                self.sequence[slot as usize] = self.last_sequence;
+                (slot, generation)
             }
+            None => self.create_fresh(),
         };
-        let meta = &self.meta[slot as usize];
-        let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
         debug_assert!(
             generation >= FIRST_GENERATION,
             "slot {slot} generation {generation}"
         );
-        meta.store(u64::from(generation) | LIVE, Relaxed);
-        self.last_sequence += 1;
-        self.sequence[slot as usize] = self.last_sequence;
-        self.alive += 1;
-        self.revision += 1;
         EntityId::from_raw_parts(self.owner, slot, generation)
+    }
+
+    /// Takes slot `high` live, recording `last_sequence`; returns it and its generation (the
+    /// first, unless a test hook stored another).
+    #[inline(always)]
+    fn create_fresh(&mut self) -> (u32, u32) {
+        let slot = self.high;
+        self.high += 1;
+        let s = slot as usize;
+        let mut generation = FIRST_GENERATION;
+        if let Some(meta) = self.meta.get(s) {
+            let m = meta.load(Relaxed) & GENERATION_MASK;
+            meta.store(m | LIVE, Relaxed);
+            generation = m as u32;
+        } else {
+            let pushed = self
+                .meta
+                .push_within_capacity(AtomicU64::new(u64::from(FIRST_GENERATION) | LIVE));
+            debug_assert!(
+                pushed.is_ok() && s < self.capacity,
+                "slot {s} beyond capacity"
+            );
+        }
+        let pushed = self.sequence.push_within_capacity(self.last_sequence);
+        debug_assert!(pushed.is_ok(), "sequence at capacity");
+        (slot, generation)
+    }
+
+    /// Whether [`create_fresh_batch`](Self::create_fresh_batch) may be used: no generation is
+    /// stored past `high` (only a test hook stores one).
+    #[doc(hidden)]
+    #[inline]
+    pub fn fresh_batchable(&self) -> bool {
+        self.meta.len() == self.high as usize
+    }
+
+    /// Creates `count` entities in the never-used slots `high..high + count`, all at
+    /// [`FIRST_GENERATION`], and returns the first slot. The caller checked the budget,
+    /// [`fresh_batchable`](Self::fresh_batchable) and that `count` fresh slots remain
+    /// (`count <= capacity - high`); the free list is not consulted.
+    #[doc(hidden)]
+    pub fn create_fresh_batch(&mut self, count: usize) -> u32 {
+        let first = self.high;
+        assert!(
+            self.fresh_batchable() && count <= self.capacity - first as usize,
+            "{count} fresh slots requested"
+        );
+        let base = self.last_sequence;
+        self.meta.extend(
+            core::iter::repeat_with(|| AtomicU64::new(u64::from(FIRST_GENERATION) | LIVE))
+                .take(count),
+        );
+        self.sequence.extend((1..=count as u64).map(|k| base + k));
+        self.high += count as u32;
+        self.alive += count as u32;
+        self.last_sequence += count as u64;
+        self.revision += count as u64;
+        first
+    }
+
+    /// Slots never created so far (`capacity - high`): what a batch can take fresh.
+    #[doc(hidden)]
+    #[inline]
+    pub fn fresh_available(&self) -> usize {
+        self.capacity - self.high as usize
     }
 
     /// Releases an alive (live or pending) entity: its generation advances, or the slot
@@ -506,13 +580,21 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// is 0.
     #[doc(hidden)]
     pub fn test_hook_set_free_generation(&mut self, slot: u32, generation: u32) -> bool {
-        match self.meta.get(slot as usize) {
-            Some(m) if generation != 0 && m.load(Relaxed) & !GENERATION_MASK == FREE => {
-                m.store(u64::from(generation) | FREE, Relaxed);
-                true
-            }
-            _ => false,
+        let s = slot as usize;
+        if generation == 0 || s >= self.capacity {
+            return false;
         }
+        while self.meta.len() <= s {
+            // Materialize the implicit free entries up to `slot` (within capacity).
+            self.meta
+                .push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
+        }
+        let m = &self.meta[s];
+        if m.load(Relaxed) & !GENERATION_MASK != FREE {
+            return false;
+        }
+        m.store(u64::from(generation) | FREE, Relaxed);
+        true
     }
 }
 

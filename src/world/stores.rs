@@ -5,7 +5,7 @@ use core::ops::Deref;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::{ComponentPool, EntityId, WorldError};
+use super::{BatchCursor, ComponentPool, EntityId, WorldError};
 
 /// A world that stores components of type `T` in one pool. Implemented by
 /// [`world!`](crate::world!) for each declared component; component types of one world must
@@ -27,28 +27,83 @@ pub trait Stores<T: Pod> {
     /// # Errors
     /// As [`ComponentPool::remove`].
     fn remove_component(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>;
-    /// Inserts into an entity the caller validated (phase, liveness, revision budget), keeping
-    /// owned groups packed; the caller advances the revision.
+    /// Inserts into an entity the caller just created (validated, in no pool), keeping owned
+    /// groups packed; the caller advances the revision.
     #[doc(hidden)]
     fn insert_validated(&mut self, entity: EntityId, value: T);
+    /// Whether `T`'s pool belongs to an owned group (constant-folded).
+    #[doc(hidden)]
+    fn grouped() -> bool;
+    /// Packs `entity` into `T`'s owned group if it now holds every member.
+    #[doc(hidden)]
+    fn pack_joined(&mut self, entity: EntityId);
 }
 
 /// A tuple of distinct component types spawned together by a world's `spawn`.
 pub trait Bundle<W> {
     /// Number of components.
     const LEN: u64;
+    /// Whether any component's pool belongs to an owned group (constant-folded).
+    #[doc(hidden)]
+    fn grouped() -> bool;
+    /// One [`BatchCursor`] per component.
+    #[doc(hidden)]
+    type Cursors: Copy;
     /// Inserts every component into a freshly created entity.
     #[doc(hidden)]
     fn insert_validated(self, world: &mut W, entity: EntityId);
+    /// Reserves `n` entries past the end of every component's pool; `None` (changing nothing
+    /// observable) when one has fewer free.
+    #[doc(hidden)]
+    fn batch_cursors(world: &mut W, n: usize) -> Option<Self::Cursors>;
+    /// Writes the `k`-th bundle of a batch.
+    ///
+    /// # Safety
+    /// As [`BatchCursor::write`] for every component: `k < n` of `batch_cursors`, and no pool
+    /// changed since.
+    #[doc(hidden)]
+    unsafe fn write(self, cursors: Self::Cursors, k: usize);
+    /// Publishes `count` written bundles as the fresh slots `first..first + count`.
+    ///
+    /// # Safety
+    /// As [`ComponentPool::publish_batch`] for every component.
+    #[doc(hidden)]
+    unsafe fn publish(world: &mut W, first: u32, count: usize, generation: u32);
+    /// Packs a freshly published entity into the owned groups its components complete.
+    #[doc(hidden)]
+    fn pack(world: &mut W, entity: EntityId);
 }
 
 macro_rules! tuple_bundle {
     ($len:literal; $($t:ident $i:tt),+) => {
         impl<W: $(Stores<$t> +)+, $($t: Pod),+> Bundle<W> for ($($t,)+) {
             const LEN: u64 = $len;
+            #[inline(always)]
+            fn grouped() -> bool {
+                false $( || <W as Stores<$t>>::grouped() )+
+            }
+            type Cursors = ($(BatchCursor<$t>,)+);
             #[inline]
             fn insert_validated(self, world: &mut W, entity: EntityId) {
                 $( <W as Stores<$t>>::insert_validated(world, entity, self.$i); )+
+            }
+            #[inline]
+            fn batch_cursors(world: &mut W, n: usize) -> Option<Self::Cursors> {
+                Some(($( <W as Stores<$t>>::pool_mut(world).batch_cursor(n)?, )+))
+            }
+            #[inline(always)]
+            unsafe fn write(self, cursors: Self::Cursors, k: usize) {
+                // SAFETY: forwarded contract (`k < n`, pools unchanged since the cursors).
+                $( unsafe { cursors.$i.write(k, self.$i) }; )+
+            }
+            #[inline]
+            unsafe fn publish(world: &mut W, first: u32, count: usize, generation: u32) {
+                // SAFETY: forwarded contract, per component pool.
+                $( unsafe { <W as Stores<$t>>::pool_mut(world).publish_batch(first, count, generation) }; )+
+            }
+            #[inline]
+            fn pack(world: &mut W, entity: EntityId) {
+                $( <W as Stores<$t>>::pack_joined(world, entity); )+
             }
         }
     };

@@ -1,0 +1,45 @@
+//! Runs one workload of one contender in a loop, for `perf stat` / `perf record`:
+//! `cargo run --release -p ludus-peers --example probe -- <workload> <contender> [iterations]`.
+
+use ludus_peers::*;
+
+fn spin<W: Workload>(iterations: usize) {
+    let mut w = W::setup();
+    for _ in 0..iterations {
+        if W::FRESH_STATE {
+            w = W::setup();
+        }
+        w.run();
+    }
+    std::hint::black_box(w.checksum());
+}
+
+macro_rules! dispatch {
+    ($contender:expr, $w:ident, $n:expr) => {
+        match $contender {
+            "ludus" => spin::<ludus_c::$w>($n),
+            "raw" => spin::<raw::$w>($n),
+            "hecs" => spin::<hecs_c::$w>($n),
+            "bevy" => spin::<bevy_c::$w>($n),
+            "shipyard" => spin::<shipyard_c::$w>($n),
+            "sparsey" => spin::<sparsey_c::$w>($n),
+            other => panic!("unknown contender {other}"),
+        }
+    };
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (workload, contender) = (args[0].as_str(), args[1].as_str());
+    let n: usize = args.get(2).map_or(1000, |s| s.parse().unwrap());
+    match workload {
+        "simple_insert" => dispatch!(contender, SimpleInsert, n),
+        "simple_iter" => dispatch!(contender, SimpleIter, n),
+        "frag_iter" => dispatch!(contender, FragIter, n),
+        "heavy_compute" => dispatch!(contender, HeavyCompute, n),
+        "add_remove" => dispatch!(contender, AddRemove, n),
+        "handle_get" => dispatch!(contender, HandleGet, n),
+        "churn" => dispatch!(contender, Churn, n),
+        other => panic!("unknown workload {other}"),
+    }
+}
