@@ -3,9 +3,14 @@
 //! ```text
 //!  0              8        12       16
 //!  +--------------+--------+--------+
-//!  | owner  (u64) |  slot  |  gen   |   all zero = null
+//!  | owner  (u64) |  slot  |  gen   |   all zero = null   (little-endian targets)
 //!  +--------------+--------+--------+
 //! ```
+//!
+//! Stored as two `u64` words, owner and `slot | generation << 32`, so the compiler moves a
+//! handle in two general registers (a pair) rather than as a 16-byte vector that must be
+//! spilled and reloaded field by field; on little-endian targets the bytes are exactly the
+//! table above.
 //!
 //! A handle names one incarnation (slot + generation) inside one registry lifetime (owner
 //! token). It holds no pointer, no UUID and converts to no integer. Equality compares all three
@@ -34,8 +39,8 @@ pub trait HandleTag: 'static {
 #[repr(C)]
 pub struct Handle<Tag: HandleTag> {
     owner: u64,
-    slot: u32,
-    generation: u32,
+    /// `slot | generation << 32`.
+    incarnation: u64,
     _tag: PhantomData<Tag>,
 }
 
@@ -59,8 +64,7 @@ impl<Tag: HandleTag> Handle<Tag> {
     pub const fn from_raw_parts(owner: u64, slot: u32, generation: u32) -> Self {
         Self {
             owner,
-            slot,
-            generation,
+            incarnation: slot as u64 | (generation as u64) << 32,
             _tag: PhantomData,
         }
     }
@@ -74,26 +78,26 @@ impl<Tag: HandleTag> Handle<Tag> {
     /// Slot index inside the owner.
     #[inline(always)]
     pub const fn slot(self) -> u32 {
-        self.slot
+        self.incarnation as u32
     }
 
     /// Incarnation of the slot.
     #[inline(always)]
     pub const fn generation(self) -> u32 {
-        self.generation
+        (self.incarnation >> 32) as u32
     }
 
     /// True for the all-zero value only.
     #[inline(always)]
     pub const fn is_null(self) -> bool {
-        self.owner == 0 && self.slot == 0 && self.generation == 0
+        self.owner == 0 && self.incarnation == 0
     }
 
     /// True when the handle could name something: nonzero owner and nonzero generation.
     /// This is a shape check, not a liveness check.
     #[inline(always)]
     pub const fn is_well_formed(self) -> bool {
-        self.owner != 0 && self.generation != 0
+        self.owner != 0 && self.generation() != 0
     }
 }
 
@@ -108,7 +112,7 @@ impl<Tag: HandleTag> Copy for Handle<Tag> {}
 impl<Tag: HandleTag> PartialEq for Handle<Tag> {
     #[inline(always)]
     fn eq(&self, other: &Self) -> bool {
-        self.owner == other.owner && self.slot == other.slot && self.generation == other.generation
+        self.owner == other.owner && self.incarnation == other.incarnation
     }
 }
 impl<Tag: HandleTag> Eq for Handle<Tag> {}
@@ -116,8 +120,8 @@ impl<Tag: HandleTag> Eq for Handle<Tag> {}
 impl<Tag: HandleTag> Hash for Handle<Tag> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.owner.hash(state);
-        self.slot.hash(state);
-        self.generation.hash(state);
+        self.slot().hash(state);
+        self.generation().hash(state);
     }
 }
 
@@ -129,7 +133,8 @@ impl<Tag: HandleTag> PartialOrd for Handle<Tag> {
 impl<Tag: HandleTag> Ord for Handle<Tag> {
     /// Orders by (owner, slot, generation); an ordering for sorted containers, not for gameplay.
     fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        (self.owner, self.slot, self.generation).cmp(&(other.owner, other.slot, other.generation))
+        let key = |h: &Self| (h.owner, h.slot(), h.generation());
+        key(self).cmp(&key(other))
     }
 }
 
@@ -147,13 +152,13 @@ impl<Tag: HandleTag> fmt::Debug for Handle<Tag> {
             Tag::NAME,
             Tag::OWNER,
             self.owner,
-            self.slot,
-            self.generation
+            self.slot(),
+            self.generation()
         )
     }
 }
 
-// SAFETY: `Handle` is `repr(C)` with fields u64, u32, u32 (16 bytes, no padding) plus a
+// SAFETY: `Handle` is `repr(C)` with fields u64, u64 (16 bytes, no padding) plus a
 // zero-sized `PhantomData`; the all-zero bit pattern is the null handle.
 unsafe impl<Tag: HandleTag> bytemuck::Zeroable for Handle<Tag> {}
 // SAFETY: as above — every bit pattern is a (possibly invalid, never unsound) handle, there is

@@ -77,6 +77,14 @@ pub enum WorldError {
     /// A command inserts or removes a component type the world does not store.
     #[error("component type not in the world's roster")]
     UnknownComponent,
+    /// A batch gave a different number of values than entities.
+    #[error("batch of {entities} entities with {values} values")]
+    LengthMismatch {
+        /// Entities in the batch.
+        entities: usize,
+        /// Values in the batch.
+        values: usize,
+    },
     /// A command names a provisional entity its buffer never created.
     #[error("provisional id unknown to this buffer")]
     UnknownProvisional,

@@ -10,7 +10,7 @@
 
 use bytemuck::Pod;
 
-use super::pool::Owners;
+use super::owners::Owners;
 use super::{ComponentPool, EntityId};
 use allocator_api2::alloc::Allocator;
 

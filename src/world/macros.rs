@@ -171,9 +171,7 @@ macro_rules! world {
             pub fn destroy(&mut self, entity: $crate::EntityId) -> ::core::result::Result<(), $crate::world::WorldError> {
                 const POOLS: u64 = [$( stringify!($field) ),+].len() as u64;
                 let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                registry.check_phase()?;
-                registry.check_alive(entity)?;
-                registry.check_revisions(POOLS + 1)?;
+                registry.check_entity_change(entity, POOLS + 1)?;
                 $($(
                     $crate::__world_group_op!(self, unpack, entity, $group, $gfirst $(, $gfield)*);
                 )*)?
@@ -314,6 +312,38 @@ macro_rules! world {
                 <Self as $crate::world::Stores<T>>::remove_component(self, entity)
             }
 
+            /// Gives each of `entities` the value at the same index of `values`, all or nothing
+            /// (one phase, liveness and budget preflight for the batch); returns how many newly
+            /// joined the pool.
+            ///
+            /// # Errors
+            /// As [`ComponentPool::insert_batch`]($crate::world::ComponentPool::insert_batch).
+            pub fn insert_batch<T: $crate::world::__private::bytemuck::Pod>(
+                &mut self,
+                entities: &[$crate::EntityId],
+                values: &[T],
+            ) -> ::core::result::Result<usize, $crate::world::WorldError>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::insert_batch(self, entities, values)
+            }
+
+            /// Removes the `T` of each of `entities`, all or nothing; returns how many were
+            /// removed.
+            ///
+            /// # Errors
+            /// As [`ComponentPool::remove_batch`]($crate::world::ComponentPool::remove_batch).
+            pub fn remove_batch<T: $crate::world::__private::bytemuck::Pod>(
+                &mut self,
+                entities: &[$crate::EntityId],
+            ) -> ::core::result::Result<usize, $crate::world::WorldError>
+            where
+                Self: $crate::world::Stores<T>,
+            {
+                <Self as $crate::world::Stores<T>>::remove_batch(self, entities)
+            }
+
             /// `entity`'s `T`.
             #[inline]
             pub fn get<T: $crate::world::__private::bytemuck::Pod>(&self, entity: $crate::EntityId) -> ::core::option::Option<&T>
@@ -440,13 +470,59 @@ macro_rules! world {
                     entity: $crate::EntityId,
                     value: $ty,
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
-                    self.$field.check_change(&self.registry, entity)?;
+                    // Pools are bound to this registry at init: no owner check needed.
+                    self.registry.check_member_change(entity)?;
                     let (previous, joined) = self.$field.insert_validated(entity, value);
                     if joined {
                         $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(1);
                         self.__pack::<$ty>(entity);
                     }
                     ::core::result::Result::Ok(previous)
+                }
+                fn insert_batch(
+                    &mut self,
+                    entities: &[$crate::EntityId],
+                    values: &[$ty],
+                ) -> ::core::result::Result<usize, $crate::world::WorldError> {
+                    if entities.len() != values.len() {
+                        return ::core::result::Result::Err($crate::world::WorldError::LengthMismatch {
+                            entities: entities.len(),
+                            values: values.len(),
+                        });
+                    }
+                    self.registry.check_member_changes(entities)?;
+                    let joined = if Self::__grouped::<$ty>() {
+                        let mut joined = 0;
+                        for (&entity, &value) in entities.iter().zip(values) {
+                            if self.$field.insert_validated(entity, value).1 {
+                                self.__pack::<$ty>(entity);
+                                joined += 1;
+                            }
+                        }
+                        joined
+                    } else {
+                        self.$field.insert_batch_validated(entities, values)
+                    };
+                    $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(joined as u64);
+                    ::core::result::Result::Ok(joined)
+                }
+                fn remove_batch(
+                    &mut self,
+                    entities: &[$crate::EntityId],
+                ) -> ::core::result::Result<usize, $crate::world::WorldError> {
+                    self.registry.check_member_changes(entities)?;
+                    let removed = if Self::__grouped::<$ty>() {
+                        let mut removed = 0;
+                        for &entity in entities {
+                            self.__unpack::<$ty>(entity);
+                            removed += usize::from(self.$field.remove_validated(entity).is_some());
+                        }
+                        removed
+                    } else {
+                        self.$field.remove_batch_validated(entities)
+                    };
+                    $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(removed as u64);
+                    ::core::result::Result::Ok(removed)
                 }
                 #[inline]
                 fn insert_validated(&mut self, entity: $crate::EntityId, value: $ty) {
@@ -465,7 +541,7 @@ macro_rules! world {
                     &mut self,
                     entity: $crate::EntityId,
                 ) -> ::core::result::Result<::core::option::Option<$ty>, $crate::world::WorldError> {
-                    self.$field.check_change(&self.registry, entity)?;
+                    self.registry.check_member_change(entity)?;
                     self.__unpack::<$ty>(entity);
                     let value = self.$field.remove_validated(entity);
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);

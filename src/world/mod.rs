@@ -50,10 +50,12 @@
 use crate::identity::{Handle, HandleTag};
 
 mod commands;
+mod dense;
 mod error;
 mod fixed;
 mod group;
 mod macros;
+mod owners;
 mod pool;
 mod query;
 mod registry;
@@ -62,7 +64,8 @@ mod stores;
 pub use commands::{CommandBuffer, CommitTarget, Provisional, Target};
 pub use error::{CommandError, InitError, Rejection, WorldError};
 pub use group::{GroupMember, OwnedGroup};
-pub use pool::{BatchCursor, ComponentPool, EntityKey, Owners, OwnersIter};
+pub use owners::{EntityKey, Owners, OwnersIter};
+pub use pool::{BatchCursor, ComponentPool};
 pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
 pub use registry::{EntityRegistry, MAX_CAPACITY};
 pub use stores::{Bundle, ReadOnly, Stores};

@@ -1,250 +1,15 @@
 //! `ComponentPool<T>`: dense keys + dense values for one plain-data type, with a sparse map
-//! consulted only for entities not stored at their own slot index.
-//!
-//! ```text
-//!  keys:   i: 0        1        2        3          values: [T] [T] [T] [T]
-//!          [0|g3]   [1|g1]   [7|g2]   [2|g5]
-//!  sparse: slot 7 → 2, slot 2 → 3        (slots 0 and 1 sit at dense == slot: no entry)
-//! ```
-//!
-//! Invariants, for every dense `i < len` with `keys[i] = {slot s, generation g}`: the pool
-//! holds the entity `(owner, s, g)` at `i`; no slot appears twice in `keys[..len]`; and either
-//! `i == s` or `sparse[s] == i`. Every other sparse entry is meaningless: a lookup trusts a
-//! dense index only after the key stored there matches, so stale sparse entries are never
-//! cleared (as in Briggs & Torczon's sparse sets). The sparse map grows lazily within the
-//! capacity reserved at init (`sparse.len()` is one past the highest slot ever recorded) and
-//! is never written for an entity stored at its own slot index, which is where entities
-//! spawned in creation order land: such pools never touch their sparse map at all.
-//!
-//! A lookup of `(owner, s, g)`: the owner must be the pool's; then `keys[s] == {s, g}` (the
-//! value sits at `s`), else `keys[sparse[s]] == {s, g}`. The full owner is validated with an
-//! 8-byte compare and no registry access.
+//! for entries not stored at their own slot index. Layout, invariants and the lookup are in
+//! [`dense`](super::dense); this file is the pool's API.
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
+use super::dense::{DenseMut, Index, Sparse};
+use super::owners::{EntityKey, Owners};
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
-
-/// An entity handle without its owner token: what a pool stores per dense entry (the owner is
-/// the pool's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C, align(8))]
-pub struct EntityKey {
-    /// Registry slot.
-    pub slot: u32,
-    /// Generation of the incarnation.
-    pub generation: u32,
-}
-
-impl EntityKey {
-    /// The key of `entity` (its owner dropped).
-    #[inline(always)]
-    pub const fn of(entity: EntityId) -> Self {
-        Self {
-            slot: entity.slot(),
-            generation: entity.generation(),
-        }
-    }
-
-    /// The full handle under `owner`.
-    #[inline(always)]
-    pub const fn entity(self, owner: OwnerToken) -> EntityId {
-        EntityId::from_raw_parts(owner, self.slot, self.generation)
-    }
-}
-
-/// A pool's dense owners: `get(i)` holds `values()[i]`. A view over the dense keys and the
-/// pool's owner token.
-#[derive(Clone, Copy)]
-pub struct Owners<'p> {
-    owner: OwnerToken,
-    keys: &'p [EntityKey],
-}
-
-impl<'p> Owners<'p> {
-    /// Number of owners (the pool's length, or a group's).
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// True when there are none.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// The owner of dense index `i`.
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<EntityId> {
-        self.keys.get(i).map(|k| k.entity(self.owner))
-    }
-
-    /// The dense keys (handles without the owner token).
-    #[inline]
-    pub fn keys(&self) -> &'p [EntityKey] {
-        self.keys
-    }
-
-    /// The owner token shared by every entry.
-    #[inline]
-    pub fn owner(&self) -> OwnerToken {
-        self.owner
-    }
-
-    /// Iterates the owners in dense order.
-    #[inline]
-    pub fn iter(&self) -> OwnersIter<'p> {
-        OwnersIter {
-            owner: self.owner,
-            keys: self.keys.iter(),
-        }
-    }
-
-    /// The first `n` owners (a group's packed prefix).
-    #[inline]
-    pub(crate) fn prefix(self, n: usize) -> Self {
-        Self {
-            owner: self.owner,
-            keys: &self.keys[..n],
-        }
-    }
-}
-
-impl core::fmt::Debug for Owners<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl<'p> IntoIterator for Owners<'p> {
-    type Item = EntityId;
-    type IntoIter = OwnersIter<'p>;
-    #[inline]
-    fn into_iter(self) -> OwnersIter<'p> {
-        self.iter()
-    }
-}
-
-impl PartialEq<[EntityId]> for Owners<'_> {
-    fn eq(&self, other: &[EntityId]) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter().copied())
-    }
-}
-
-impl PartialEq<&[EntityId]> for Owners<'_> {
-    fn eq(&self, other: &&[EntityId]) -> bool {
-        *self == **other
-    }
-}
-
-impl<const N: usize> PartialEq<&[EntityId; N]> for Owners<'_> {
-    fn eq(&self, other: &&[EntityId; N]) -> bool {
-        *self == other[..]
-    }
-}
-
-impl PartialEq for Owners<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-/// Iterator over [`Owners`], in dense order.
-#[derive(Debug, Clone)]
-pub struct OwnersIter<'p> {
-    owner: OwnerToken,
-    keys: core::slice::Iter<'p, EntityKey>,
-}
-
-impl Iterator for OwnersIter<'_> {
-    type Item = EntityId;
-    #[inline]
-    fn next(&mut self) -> Option<EntityId> {
-        self.keys.next().map(|k| k.entity(self.owner))
-    }
-    #[inline]
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.keys.size_hint()
-    }
-}
-
-impl DoubleEndedIterator for OwnersIter<'_> {
-    #[inline]
-    fn next_back(&mut self) -> Option<EntityId> {
-        self.keys.next_back().map(|k| k.entity(self.owner))
-    }
-}
-
-impl ExactSizeIterator for OwnersIter<'_> {}
-
-/// A pool's lookup structures, borrowed apart from its values (for joins).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Index<'p> {
-    owner: OwnerToken,
-    keys: &'p [EntityKey],
-    sparse: &'p [u32],
-}
-
-impl<'p> Index<'p> {
-    /// Dense index of `entity`, validated against the full owner.
-    #[inline(always)]
-    pub(crate) fn dense_of(&self, entity: EntityId) -> Option<usize> {
-        if entity.owner() != self.owner {
-            return None;
-        }
-        let key = EntityKey::of(entity);
-        let s = key.slot as usize;
-        if self.keys.get(s) == Some(&key) {
-            return Some(s);
-        }
-        let d = *self.sparse.get(s)? as usize;
-        (self.keys.get(d) == Some(&key)).then_some(d)
-    }
-
-    /// Dense index of the entry for `slot`, whatever its generation.
-    #[inline(always)]
-    fn slot_entry(&self, slot: u32) -> Option<usize> {
-        let s = slot as usize;
-        if self.keys.get(s).is_some_and(|k| k.slot == slot) {
-            return Some(s);
-        }
-        let d = *self.sparse.get(s)? as usize;
-        self.keys
-            .get(d)
-            .is_some_and(|k| k.slot == slot)
-            .then_some(d)
-    }
-
-    /// Number of dense entries.
-    #[inline(always)]
-    pub(crate) fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// The owner of dense index `i < len`.
-    #[inline(always)]
-    pub(crate) fn owner_at(&self, i: usize) -> EntityId {
-        self.keys[i].entity(self.owner)
-    }
-
-    /// Whether dense index `i` holds `entity` (full owner compared).
-    #[inline(always)]
-    pub(crate) fn holds(&self, i: usize, entity: EntityId) -> bool {
-        entity.owner() == self.owner && self.keys.get(i) == Some(&EntityKey::of(entity))
-    }
-
-    /// The owners.
-    #[inline(always)]
-    pub(crate) fn owners(&self) -> Owners<'p> {
-        Owners {
-            owner: self.owner,
-            keys: self.keys,
-        }
-    }
-}
 
 /// Dense storage of one component type `T` for the entities of one registry.
 ///
@@ -271,7 +36,7 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     capacity: usize,
     /// Dense index per slot, for entries not at `dense == slot`; reserved `capacity`, grown
     /// lazily (see the module invariants).
-    sparse: Vec<u32, A>,
+    sparse: Vec<Sparse, A>,
     /// Dense keys; `len` is the pool length; reserved `capacity`.
     keys: Vec<EntityKey, A>,
     /// Dense values; `values.len() == keys.len()`; reserved `capacity`.
@@ -356,7 +121,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     }
 
     /// Dense index of `entity`'s value, validated against the full owner.
-    #[inline]
+    #[inline(always)]
     pub fn dense_index(&self, entity: EntityId) -> Option<usize> {
         self.index().dense_of(entity)
     }
@@ -457,8 +222,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         if registry.owner() != self.owner {
             return Err(WorldError::ForeignPool);
         }
-        registry.check_alive(entity)?;
-        registry.check_revisions(1)
+        registry.check_member_change(entity)
     }
 
     /// Gives `entity` the value `value`, returning the previous value if it had one (a
@@ -484,22 +248,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// returns the previous value and whether `entity` newly joined the pool (the caller then
     /// advances the registry's revision).
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
         debug_assert_eq!(entity.owner(), self.owner);
-        let key = EntityKey::of(entity);
-        let Some(i) = self.index().slot_entry(key.slot) else {
-            self.append_validated(entity, value);
-            return (None, true);
-        };
-        if self.keys[i] == key {
-            return (Some(core::mem::replace(&mut self.values[i], value)), false);
-        }
-        // A former incarnation of this slot was released without leaving the pool: its entry
-        // is reused in place by the new incarnation.
-        self.keys[i] = key;
-        self.values[i] = value;
-        (None, true)
+        self.dense_mut().insert(EntityKey::of(entity), value)
     }
 
     /// Appends `entity` (validated alive, holding no entry in this pool under any generation,
@@ -509,33 +261,102 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     pub fn append_validated(&mut self, entity: EntityId, value: T) {
         debug_assert_eq!(entity.owner(), self.owner);
         debug_assert!(self.index().slot_entry(entity.slot()).is_none());
-        let i = self.values.len();
-        let key = EntityKey::of(entity);
-        // `len < capacity`: every stored slot is distinct and below the registry's capacity.
-        let pushed = self.keys.push_within_capacity(key).is_ok()
-            & self.values.push_within_capacity(value).is_ok();
-        assert!(pushed, "pool of capacity {} is full", self.capacity);
-        if key.slot as usize != i {
-            self.set_sparse(key.slot, i);
-        }
+        self.dense_mut().append(EntityKey::of(entity), value);
     }
 
-    /// Records that `slot`'s entry sits at dense index `i`.
-    #[inline]
-    fn set_sparse(&mut self, slot: u32, i: usize) {
-        let s = slot as usize;
-        if let Some(entry) = self.sparse.get_mut(s) {
-            *entry = i as u32;
-            return;
+    /// The dense arrays under a run of membership changes.
+    #[inline(always)]
+    fn dense_mut(&mut self) -> DenseMut<'_, T, A> {
+        DenseMut::new(
+            self.capacity,
+            &mut self.keys,
+            &mut self.values,
+            &mut self.sparse,
+        )
+    }
+
+    /// Gives each of `entities` the value at the same index of `values` (replacing previous
+    /// ones), all or nothing; returns how many entities newly joined the pool. A repeated
+    /// entity keeps its last value.
+    ///
+    /// # Errors
+    /// [`WorldError::LengthMismatch`], [`WorldError::InvalidPhase`],
+    /// [`WorldError::ForeignPool`], [`WorldError::Rejected`] (the first entity not alive) or
+    /// [`WorldError::RevisionExhausted`]; nothing changes.
+    pub fn insert_batch<B: Allocator + Clone>(
+        &mut self,
+        registry: &mut EntityRegistry<B>,
+        entities: &[EntityId],
+        values: &[T],
+    ) -> Result<usize, WorldError> {
+        self.check_batch(registry, entities, values.len())?;
+        let joined = self.insert_batch_validated(entities, values);
+        registry.advance_revision(joined as u64);
+        Ok(joined)
+    }
+
+    /// Removes each of `entities`' values, all or nothing; returns how many were removed.
+    ///
+    /// # Errors
+    /// As [`insert_batch`](Self::insert_batch), except the length mismatch; nothing changes.
+    pub fn remove_batch<B: Allocator + Clone>(
+        &mut self,
+        registry: &mut EntityRegistry<B>,
+        entities: &[EntityId],
+    ) -> Result<usize, WorldError> {
+        self.check_batch(registry, entities, entities.len())?;
+        let removed = self.remove_batch_validated(entities);
+        registry.advance_revision(removed as u64);
+        Ok(removed)
+    }
+
+    fn check_batch<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        entities: &[EntityId],
+        values: usize,
+    ) -> Result<(), WorldError> {
+        if entities.len() != values {
+            return Err(WorldError::LengthMismatch {
+                entities: entities.len(),
+                values,
+            });
         }
-        debug_assert!(
-            s < self.capacity,
-            "slot {s} beyond capacity {}",
-            self.capacity
-        );
-        // Within the capacity reserved at init: no reallocation. The filler is meaningless.
-        self.sparse.resize(s, 0);
-        self.sparse.push(i as u32);
+        registry.check_phase()?;
+        if registry.owner() != self.owner {
+            return Err(WorldError::ForeignPool);
+        }
+        registry.check_member_changes(entities)
+    }
+
+    /// [`insert_batch`](Self::insert_batch) after the caller checked it (lengths equal, phase,
+    /// every entity alive, budget); returns the number that newly joined.
+    #[doc(hidden)]
+    #[inline]
+    pub fn insert_batch_validated(&mut self, entities: &[EntityId], values: &[T]) -> usize {
+        debug_assert_eq!(entities.len(), values.len());
+        let mut dense = self.dense_mut();
+        let mut joined = 0;
+        for (&entity, &value) in entities.iter().zip(values) {
+            joined += usize::from(dense.insert(EntityKey::of(entity), value).1);
+        }
+        joined
+    }
+
+    /// [`remove_batch`](Self::remove_batch) after the caller checked it; returns the number
+    /// removed.
+    #[doc(hidden)]
+    #[inline]
+    pub fn remove_batch_validated(&mut self, entities: &[EntityId]) -> usize {
+        let owner = self.owner;
+        let mut dense = self.dense_mut();
+        let mut removed = 0;
+        for &entity in entities {
+            if entity.owner() == owner {
+                removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
+            }
+        }
+        removed
     }
 
     /// Removes `entity`'s value by swap removal: the last dense element moves into the hole.
@@ -559,26 +380,12 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// [`remove`](Self::remove) after the caller ran [`check_change`](Self::check_change); the
     /// caller advances the revision when a value is returned.
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
-        let i = self.dense_index(entity)?;
-        Some(self.remove_at(i))
-    }
-
-    /// Swap-removes dense index `i < len`, recording the moved entry's new index.
-    #[inline]
-    fn remove_at(&mut self, i: usize) -> T {
-        let last = self.values.len() - 1;
-        let value = self.values.swap_remove(i);
-        self.keys.swap_remove(i);
-        if i != last {
-            // SAFETY: `i < last == keys.len()` after the removal.
-            let moved = unsafe { self.keys.get_unchecked(i) }.slot;
-            if moved as usize != i {
-                self.set_sparse(moved, i);
-            }
+        if entity.owner() != self.owner {
+            return None;
         }
-        value
+        self.dense_mut().remove(EntityKey::of(entity))
     }
 
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
@@ -586,17 +393,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[doc(hidden)]
     #[inline]
     pub fn swap_dense(&mut self, i: usize, j: usize) {
-        if i == j {
-            return;
-        }
-        self.keys.swap(i, j);
-        self.values.swap(i, j);
-        for at in [i, j] {
-            let slot = self.keys[at].slot;
-            if slot as usize != at {
-                self.set_sparse(slot, at);
-            }
-        }
+        self.dense_mut().swap(i, j);
     }
 
     /// Reserves `n` dense entries past the end for a batch append, returning where to write
@@ -620,22 +417,11 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// slots of a world) and are below the pool's capacity.
     #[doc(hidden)]
     pub unsafe fn publish_batch(&mut self, first: u32, count: usize, generation: u32) {
-        let len = self.values.len();
-        debug_assert!(len + count <= self.capacity);
         debug_assert!(first as usize + count <= self.capacity);
-        // SAFETY: the caller wrote `count` values at `len..len + count`, within the reserved
-        // capacity (`batch_cursor` checked), and `T: Pod` has no invalid bit patterns.
-        unsafe { self.values.set_len(len + count) };
-        self.keys.extend(
-            (first..)
-                .take(count)
-                .map(|slot| EntityKey { slot, generation }),
-        );
-        if first as usize != len {
-            for k in 0..count {
-                self.set_sparse(first + k as u32, len + k);
-            }
-        }
+        // SAFETY: the caller wrote values `len..len + count` through a cursor reserved for at
+        // least `count` entries past `len` (so within the capacity), and the fresh slots have
+        // no entry.
+        unsafe { self.dense_mut().append_written(first, count, generation) };
     }
 }
 

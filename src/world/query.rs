@@ -10,7 +10,7 @@ use core::marker::PhantomData;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::pool::Index;
+use super::dense::Index;
 use super::{ComponentPool, EntityId};
 
 mod sealed {

@@ -3,8 +3,8 @@
 //! ```text
 //!  slot:        0        1        2        3   ...  meta.len() ........ capacity
 //!  meta:      [g|LIVE] [g|FREE] [g|PEND] [g|RET]    (not stored: 1|FREE)
-//!  sequence:  [  17  ] [  --  ] [   4  ] [  --  ]
-//!  free:      [1, ...]             LIFO stack of released, reusable slots
+//!  link:      [seq 17] [next  ] [seq 4 ] [  --  ]    (creation sequence, or free-list link)
+//!  free_head ──▶ 1 ──▶ ...        LIFO stack of released, reusable slots, threaded through `link`
 //! ```
 //!
 //! `meta[slot]` packs the slot's current generation (low 32 bits) and its state (high bits), so
@@ -12,8 +12,10 @@
 //! `create` pops the free list first, then takes `high`. The per-slot arrays grow lazily within
 //! the capacity reserved at init (no reallocation, and init writes nothing): `meta.len() >=
 //! high` (entries in `[high, meta.len())` are free; slots past `meta.len()` are implicitly free
-//! at [`FIRST_GENERATION`]) and `sequence.len() == high`. Accounting invariant: `alive +
-//! retired + free.len() + (capacity - high) == capacity`.
+//! at [`FIRST_GENERATION`]) and `link.len() == high`. `link[slot]` is the creation sequence
+//! while the slot is alive and the next free slot (plus one; 0 ends the list) while it is on
+//! the free list, so releasing touches no memory beyond the slot's own entries. Accounting
+//! invariant: `alive + retired + free_len + (capacity - high) == capacity`.
 //!
 //! Pending-destruction marks are set through `&self` (command recording), so `meta` is atomic;
 //! every access is `Relaxed`: the registry is mutated by one owner thread and read by jobs the
@@ -76,11 +78,13 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     capacity: usize,
     /// Per slot: `generation | state`; `high <= len <= capacity` (module docs).
     meta: Vec<AtomicU64, A>,
-    /// Per created slot: creation sequence of the current incarnation (meaningful while
-    /// alive); `len == high`.
-    sequence: Vec<u64, A>,
-    /// LIFO stack of released reusable slots; `len <= capacity`, never reallocates.
-    free: Vec<u32, A>,
+    /// Per created slot: creation sequence of the current incarnation while alive, free-list
+    /// link while free; `len == high`.
+    link: Vec<u64, A>,
+    /// Top of the LIFO free list, plus one (0: empty).
+    free_head: u32,
+    /// Number of slots on the free list.
+    free_len: u32,
     /// Slots `>= high` have never been created.
     high: u32,
     alive: u32,
@@ -89,7 +93,9 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     last_sequence: u64,
     /// Advances on every structural change.
     revision: u64,
-    structural: bool,
+    /// `u64::MAX` inside the structural phase, 0 outside: `revision < revision_end` checks the
+    /// phase and one more revision with a single compare.
+    revision_end: u64,
 }
 
 impl EntityRegistry<Global> {
@@ -160,21 +166,21 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             });
         }
         let meta = fixed::reserve(capacity, alloc.clone())?;
-        let sequence = fixed::reserve(capacity, alloc.clone())?;
-        let free = fixed::reserve(capacity, alloc)?;
+        let link = fixed::reserve(capacity, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             owner,
             capacity,
             meta,
-            sequence,
-            free,
+            link,
+            free_head: 0,
+            free_len: 0,
             high: 0,
             alive: 0,
             retired: 0,
             last_sequence: 0,
             revision: 0,
-            structural: true,
+            revision_end: u64::MAX,
         })
     }
 
@@ -210,7 +216,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// How many more entities can be created now.
     #[inline]
     pub fn available(&self) -> usize {
-        self.free.len() + (self.capacity() - self.high as usize)
+        self.free_len as usize + (self.capacity() - self.high as usize)
     }
 
     /// Last creation sequence issued (0 before the first create).
@@ -227,14 +233,14 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// Whether structural changes are accepted now (true after init).
     #[inline]
     pub fn is_structural_phase(&self) -> bool {
-        self.structural
+        self.revision_end == u64::MAX
     }
 
     /// Opens (`true`) or closes (`false`) the structural phase. Outside it, create, release and
     /// pool membership changes fail with [`WorldError::InvalidPhase`], in release builds too.
     #[inline]
     pub fn set_structural_phase(&mut self, open: bool) {
-        self.structural = open;
+        self.revision_end = if open { u64::MAX } else { 0 };
     }
 
     /// `generation | state` of `slot`; `None` beyond the stored prefix (free at the first
@@ -277,7 +283,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// for ordering decisions independent of dense order.
     pub fn creation_sequence(&self, entity: EntityId) -> Option<u64> {
         self.is_alive(entity)
-            .then(|| self.sequence[entity.slot() as usize])
+            .then(|| self.link[entity.slot() as usize])
     }
 
     /// Why `entity` is not active, or `Ok(())` when it is. Cold path for diagnostics.
@@ -339,11 +345,68 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// [`WorldError::InvalidPhase`].
     #[inline]
     pub fn check_phase(&self) -> Result<(), WorldError> {
-        if self.structural {
+        if self.is_structural_phase() {
             Ok(())
         } else {
             Err(WorldError::InvalidPhase)
         }
+    }
+
+    /// `Ok` when one membership change of `entity` (a pool insert or remove) is allowed now:
+    /// structural phase, `entity` alive, one revision left. Fused into one budget compare and
+    /// the liveness check.
+    ///
+    /// # Errors
+    /// The first that fails, in that order: [`WorldError::InvalidPhase`],
+    /// [`WorldError::Rejected`], [`WorldError::RevisionExhausted`].
+    #[inline(always)]
+    pub fn check_member_change(&self, entity: EntityId) -> Result<(), WorldError> {
+        self.check_entity_change(entity, 1)
+    }
+
+    /// `Ok` when a structural change of `entity` costing `n >= 1` revisions is allowed now:
+    /// structural phase, `entity` alive, `n` revisions left (one add and compare for the phase
+    /// and the budget together).
+    ///
+    /// # Errors
+    /// The first that fails, in that order: [`WorldError::InvalidPhase`],
+    /// [`WorldError::Rejected`], [`WorldError::RevisionExhausted`].
+    #[inline(always)]
+    pub fn check_entity_change(&self, entity: EntityId, n: u64) -> Result<(), WorldError> {
+        let budget = self
+            .revision
+            .checked_add(n)
+            .is_some_and(|r| r <= self.revision_end);
+        if budget && self.is_alive(entity) {
+            Ok(())
+        } else {
+            Err(self.entity_change_error(entity, n))
+        }
+    }
+
+    /// `Ok` when one membership change of each of `entities` is allowed now (a batch insert
+    /// or remove): structural phase, every entity alive, `entities.len()` revisions left.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`], then [`WorldError::Rejected`] for the first entity not
+    /// alive, then [`WorldError::RevisionExhausted`].
+    pub fn check_member_changes(&self, entities: &[EntityId]) -> Result<(), WorldError> {
+        self.check_phase()?;
+        if !entities.iter().all(|&e| self.is_alive(e)) {
+            let dead = entities.iter().find(|&&e| !self.is_alive(e));
+            return Err(dead.map_or(WorldError::RevisionExhausted, |&e| self.rejected(e)));
+        }
+        self.check_revisions(entities.len() as u64)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn entity_change_error(&self, entity: EntityId, n: u64) -> WorldError {
+        let checks = self
+            .check_phase()
+            .and_then(|()| self.check_alive(entity))
+            .and_then(|()| self.check_revisions(n));
+        checks.err().unwrap_or(WorldError::RevisionExhausted)
     }
 
     /// Checks that `n` more structural revisions are available.
@@ -417,20 +480,23 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// Creates one entity; the caller checked [`check_create_budget`](Self::check_create_budget).
     #[doc(hidden)]
-    #[inline]
+    #[inline(always)]
     pub fn create_unbudgeted(&mut self) -> EntityId {
         self.last_sequence += 1;
         self.alive += 1;
         self.revision += 1;
-        let (slot, generation) = match self.free.pop() {
-            Some(slot) => {
-                let meta = &self.meta[slot as usize];
-                let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
-                meta.store(u64::from(generation) | LIVE, Relaxed);
-                self.sequence[slot as usize] = self.last_sequence;
-                (slot, generation)
-            }
-            None => self.create_fresh(),
+        let (slot, generation) = if self.free_head != 0 {
+            let slot = self.free_head - 1;
+            let link = &mut self.link[slot as usize];
+            self.free_head = *link as u32;
+            self.free_len -= 1;
+            *link = self.last_sequence;
+            let meta = &self.meta[slot as usize];
+            let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
+            meta.store(u64::from(generation) | LIVE, Relaxed);
+            (slot, generation)
+        } else {
+            self.create_fresh()
         };
         debug_assert!(
             generation >= FIRST_GENERATION,
@@ -460,7 +526,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
                 "slot {s} beyond capacity"
             );
         }
-        let pushed = self.sequence.push_within_capacity(self.last_sequence);
+        let pushed = self.link.push_within_capacity(self.last_sequence);
         debug_assert!(pushed.is_ok(), "sequence at capacity");
         (slot, generation)
     }
@@ -489,7 +555,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             core::iter::repeat_with(|| AtomicU64::new(u64::from(FIRST_GENERATION) | LIVE))
                 .take(count),
         );
-        self.sequence.extend((1..=count as u64).map(|k| base + k));
+        self.link.extend((1..=count as u64).map(|k| base + k));
         self.high += count as u32;
         self.alive += count as u32;
         self.last_sequence += count as u64;
@@ -530,7 +596,9 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         match next_generation(entity.generation()) {
             GenerationStep::Reuse(g) => {
                 meta.store(u64::from(g) | FREE, Relaxed);
-                self.free.push(slot);
+                self.link[slot as usize] = u64::from(self.free_head);
+                self.free_head = slot + 1;
+                self.free_len += 1;
             }
             GenerationStep::Retire => {
                 meta.store(u64::from(TERMINAL_GENERATION) | RETIRED, Relaxed);
@@ -608,7 +676,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for EntityRegistry<A> {
             .field("available", &self.available())
             .field("last_sequence", &self.last_sequence)
             .field("revision", &self.revision)
-            .field("structural", &self.structural)
+            .field("structural", &self.is_structural_phase())
             .finish()
     }
 }

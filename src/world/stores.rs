@@ -27,6 +27,16 @@ pub trait Stores<T: Pod> {
     /// # Errors
     /// As [`ComponentPool::remove`].
     fn remove_component(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>;
+    /// Inserts a batch through the world, all or nothing, keeping owned groups packed.
+    ///
+    /// # Errors
+    /// As [`ComponentPool::insert_batch`].
+    fn insert_batch(&mut self, entities: &[EntityId], values: &[T]) -> Result<usize, WorldError>;
+    /// Removes a batch through the world, all or nothing, keeping owned groups packed.
+    ///
+    /// # Errors
+    /// As [`ComponentPool::remove_batch`].
+    fn remove_batch(&mut self, entities: &[EntityId]) -> Result<usize, WorldError>;
     /// Inserts into an entity the caller just created (validated, in no pool), keeping owned
     /// groups packed; the caller advances the revision.
     #[doc(hidden)]

@@ -30,9 +30,10 @@ fn bench<W: Workload, M: Measurement>(g: &mut BenchmarkGroup<'_, M>, contender: 
 }
 
 macro_rules! group {
-    ($c:expr, $name:literal, $w:ident) => {{
+    ($c:expr, $name:literal, $w:ident $(, $extra:ident as $extra_name:literal)?) => {{
         let mut g = $c.benchmark_group($name);
         bench::<ludus_c::$w, _>(&mut g, "ludus");
+        $( bench::<ludus_c::$extra, _>(&mut g, $extra_name); )?
         bench::<raw::$w, _>(&mut g, "raw");
         bench::<hecs_c::$w, _>(&mut g, "hecs");
         bench::<bevy_c::$w, _>(&mut g, "bevy");
@@ -47,7 +48,7 @@ fn single_threaded<M: Measurement>(c: &mut Criterion<M>) {
     group!(c, "simple_iter", SimpleIter);
     group!(c, "frag_iter", FragIter);
     group!(c, "heavy_compute", HeavyCompute);
-    group!(c, "add_remove", AddRemove);
+    group!(c, "add_remove", AddRemove, AddRemoveSingle as "ludus_single");
     group!(c, "handle_get", HandleGet);
     group!(c, "churn", Churn);
 }

@@ -3,15 +3,21 @@
 
 use ludus_peers::*;
 
+/// Runs `W::run` `iterations` times (fresh state each time when `W::FRESH_STATE`) and prints
+/// the mean wall time of `run` alone.
 fn spin<W: Workload>(iterations: usize) {
     let mut w = W::setup();
+    let mut timed = std::time::Duration::ZERO;
     for _ in 0..iterations {
         if W::FRESH_STATE {
             w = W::setup();
         }
+        let start = std::time::Instant::now();
         w.run();
+        timed += start.elapsed();
     }
     std::hint::black_box(w.checksum());
+    println!("mean run: {:?}", timed / iterations as u32);
 }
 
 macro_rules! dispatch {
@@ -37,6 +43,7 @@ fn main() {
         "simple_iter" => dispatch!(contender, SimpleIter, n),
         "frag_iter" => dispatch!(contender, FragIter, n),
         "heavy_compute" => dispatch!(contender, HeavyCompute, n),
+        "add_remove" if contender == "ludus_single" => spin::<ludus_c::AddRemoveSingle>(n),
         "add_remove" => dispatch!(contender, AddRemove, n),
         "handle_get" => dispatch!(contender, HandleGet, n),
         "churn" => dispatch!(contender, Churn, n),

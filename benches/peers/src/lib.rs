@@ -228,7 +228,11 @@ pub fn all_checksums() -> Vec<(&'static str, Checksums)> {
             "heavy_compute_parallel",
             all_contenders!(HeavyComputeParallel),
         ),
-        ("add_remove", all_contenders!(AddRemove)),
+        ("add_remove", {
+            let mut sums = all_contenders!(AddRemove);
+            sums.push(("ludus_single", checksum_of::<ludus_c::AddRemoveSingle>()));
+            sums
+        }),
         ("handle_get", all_contenders!(HandleGet)),
         ("churn", all_contenders!(Churn)),
     ]

@@ -205,10 +205,12 @@ impl Workload for HeavyComputeParallel {
     }
 }
 
-/// add_remove: world `insert` / `remove` by handle (sparse-set push / swap-remove).
+/// add_remove: world `insert_batch` / `remove_batch` (one phase and budget preflight per batch,
+/// then the sparse-set push / swap-remove per entity).
 pub struct AddRemove {
     world: AddRemoveWorld,
     entities: Vec<EntityId>,
+    values: Vec<CompB>,
     removed: usize,
 }
 
@@ -221,24 +223,45 @@ impl Workload for AddRemove {
         Self {
             world,
             entities,
+            values: vec![CompB(0.0); ADD_REMOVE_N],
             removed: 0,
         }
     }
     fn run(&mut self) {
-        for &e in &self.entities {
-            self.world.insert(e, CompB(0.0)).unwrap();
-        }
-        let mut removed = 0;
-        for &e in &self.entities {
-            removed += usize::from(self.world.remove::<CompB>(e).unwrap().is_some());
-        }
-        self.removed = removed;
+        self.world
+            .insert_batch(&self.entities, &self.values)
+            .unwrap();
+        self.removed = self.world.remove_batch::<CompB>(&self.entities).unwrap();
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();
         digest(self.world.a.values(), &mut d);
         digest(self.world.b.values(), &mut d);
         add_remove_checksum(self.removed, d)
+    }
+}
+
+/// add_remove, one entity per call: world `insert` / `remove` by handle (each call checks
+/// phase, liveness and budget).
+pub struct AddRemoveSingle(AddRemove);
+
+impl Workload for AddRemoveSingle {
+    fn setup() -> Self {
+        Self(AddRemove::setup())
+    }
+    fn run(&mut self) {
+        let w = &mut self.0;
+        for &e in &w.entities {
+            w.world.insert(e, CompB(0.0)).unwrap();
+        }
+        let mut removed = 0;
+        for &e in &w.entities {
+            removed += usize::from(w.world.remove::<CompB>(e).unwrap().is_some());
+        }
+        w.removed = removed;
+    }
+    fn checksum(&self) -> u64 {
+        self.0.checksum()
     }
 }
 

@@ -1,0 +1,344 @@
+//! The lookup and mutation core of a [`ComponentPool`](super::ComponentPool): dense keys and
+//! values, and a sparse map consulted only for entries not stored at their own slot index.
+//!
+//! ```text
+//!  keys:   i: 0        1        2        3          values: [T] [T] [T] [T]
+//!          [0|g3]   [1|g1]   [7|g2]   [2|g5]
+//!  sparse: slot 7 → 2, slot 2 → 3        (slots 0 and 1 sit on the diagonal: no entry)
+//! ```
+//!
+//! Invariants, for every dense `i < len` with `keys[i] = {slot s, generation g}`: the pool
+//! holds the entity `(owner, s, g)` at `i`, and no slot appears twice in `keys[..len]`. An
+//! entry at `i == s` is *on its diagonal* and needs no sparse entry; for an entry off its
+//! diagonal, `sparse[s] == i`. Every other stored sparse entry is meaningless: a lookup trusts
+//! a sparse index only after the key stored there matches (as in Briggs & Torczon's sparse
+//! sets), so stale entries are harmless. Removals still clear the slot's entry, which spares a
+//! later insert of that slot the dependent key load. A lookup of `(owner, s, g)`: owner equal to
+//! the pool's, then `keys[s] == {s, g}` (on the diagonal), else `keys[sparse[s]] == {s, g}`.
+//! The full owner is validated with no registry access.
+//!
+//! The sparse map grows lazily within the capacity reserved at init (`sparse.len()` is one past
+//! the highest slot ever recorded) and is never written for entries on their diagonal, which is
+//! where entities spawned in creation order land: such pools never touch their sparse map.
+//!
+//! Mutation goes through [`DenseMut`], which holds the arrays' pointers and the length in locals
+//! (registers) for a run of changes and writes the length back when dropped: the length is not
+//! stored to memory and reloaded between two changes of a batch.
+
+use allocator_api2::alloc::Allocator;
+use allocator_api2::vec::Vec;
+
+use super::owners::{EntityKey, Owners};
+use super::EntityId;
+use crate::identity::OwnerToken;
+
+/// Where a slot's entry sits when it is off its diagonal (a hint, validated by the key there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub(crate) struct Sparse(u32);
+
+/// A sparse entry naming no dense index (every dense index is below the capacity, itself at
+/// most `u32::MAX`), so a probe with it loads no key.
+pub(crate) const NO_ENTRY: Sparse = Sparse(u32::MAX);
+
+/// Dense index of `key` (module invariants).
+#[inline(always)]
+fn locate(keys: &[EntityKey], sparse: &[Sparse], key: EntityKey) -> Option<usize> {
+    let s = key.slot as usize;
+    if keys.get(s) == Some(&key) {
+        return Some(s);
+    }
+    let d = sparse.get(s)?.0 as usize;
+    (keys.get(d) == Some(&key)).then_some(d)
+}
+
+/// Dense index of the entry for `slot`, whatever its generation.
+#[inline(always)]
+fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize> {
+    let s = slot as usize;
+    if keys.get(s).is_some_and(|k| k.slot == slot) {
+        return Some(s);
+    }
+    let d = sparse.get(s)?.0 as usize;
+    keys.get(d).is_some_and(|k| k.slot == slot).then_some(d)
+}
+
+/// A pool's lookup structures, borrowed apart from its values (for gets and joins).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Index<'p> {
+    pub(crate) owner: OwnerToken,
+    pub(crate) keys: &'p [EntityKey],
+    pub(crate) sparse: &'p [Sparse],
+}
+
+impl<'p> Index<'p> {
+    /// Dense index of `entity`, validated against the full owner.
+    #[inline(always)]
+    pub(crate) fn dense_of(&self, entity: EntityId) -> Option<usize> {
+        if entity.owner() != self.owner {
+            return None;
+        }
+        locate(self.keys, self.sparse, EntityKey::of(entity))
+    }
+
+    /// Dense index of the entry for `slot`, whatever its generation.
+    #[inline(always)]
+    pub(crate) fn slot_entry(&self, slot: u32) -> Option<usize> {
+        locate_slot(self.keys, self.sparse, slot)
+    }
+
+    /// Number of dense entries.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The owner of dense index `i < len`.
+    #[inline(always)]
+    pub(crate) fn owner_at(&self, i: usize) -> EntityId {
+        self.keys[i].entity(self.owner)
+    }
+
+    /// Whether dense index `i` holds `entity` (full owner compared).
+    #[inline(always)]
+    pub(crate) fn holds(&self, i: usize, entity: EntityId) -> bool {
+        entity.owner() == self.owner && self.keys.get(i) == Some(&EntityKey::of(entity))
+    }
+
+    /// The owners.
+    #[inline(always)]
+    pub(crate) fn owners(&self) -> Owners<'p> {
+        Owners {
+            owner: self.owner,
+            keys: self.keys,
+        }
+    }
+}
+
+/// A pool's dense arrays under a run of membership changes. Holds the vectors' element
+/// pointers and the common length in locals; writes the length back to both vectors on drop
+/// (also on unwind, so the pool stays consistent).
+///
+/// Invariant: `keys` and `values` point to the buffers of `keys_vec` and `values_vec`, each
+/// allocated for at least `capacity` elements (reserved at init, never reallocated), of which
+/// the first `len` are initialized; `len <= capacity`.
+pub(crate) struct DenseMut<'p, T, A: Allocator> {
+    capacity: usize,
+    len: usize,
+    keys: *mut EntityKey,
+    values: *mut T,
+    sparse: &'p mut Vec<Sparse, A>,
+    keys_vec: &'p mut Vec<EntityKey, A>,
+    values_vec: &'p mut Vec<T, A>,
+}
+
+impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
+    /// Takes over a pool's arrays. The caller guarantees both vectors hold `capacity` reserved
+    /// elements and have equal lengths (the pool's invariants).
+    #[inline(always)]
+    pub(crate) fn new(
+        capacity: usize,
+        keys_vec: &'p mut Vec<EntityKey, A>,
+        values_vec: &'p mut Vec<T, A>,
+        sparse: &'p mut Vec<Sparse, A>,
+    ) -> Self {
+        debug_assert_eq!(keys_vec.len(), values_vec.len());
+        debug_assert!(keys_vec.capacity() >= capacity && values_vec.capacity() >= capacity);
+        Self {
+            capacity,
+            len: keys_vec.len(),
+            keys: keys_vec.as_mut_ptr(),
+            values: values_vec.as_mut_ptr(),
+            sparse,
+            keys_vec,
+            values_vec,
+        }
+    }
+
+    /// The initialized keys.
+    #[inline(always)]
+    fn keys(&self) -> &[EntityKey] {
+        // SAFETY: `keys[..len]` is initialized (struct invariant) and nothing writes it while
+        // the returned borrow of `self` lives.
+        unsafe { core::slice::from_raw_parts(self.keys, self.len) }
+    }
+
+    /// Dense index of `key`.
+    #[inline(always)]
+    pub(crate) fn find(&self, key: EntityKey) -> Option<usize> {
+        locate(self.keys(), self.sparse, key)
+    }
+
+    /// Gives `key` the value `value`: replaces its value (returning the previous one), reuses
+    /// the entry of a former incarnation of its slot in place, or appends. Returns the
+    /// previous value and whether `key` newly joined.
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, key: EntityKey, value: T) -> (Option<T>, bool) {
+        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot) else {
+            self.append(key, value);
+            return (None, true);
+        };
+        // SAFETY: `locate_slot` returns an index below `len`, in bounds and initialized in
+        // both arrays (struct invariant).
+        let (stored, slot_value) = unsafe { (&mut *self.keys.add(i), &mut *self.values.add(i)) };
+        if *stored == key {
+            return (Some(core::mem::replace(slot_value, value)), false);
+        }
+        // A former incarnation of this slot was released without leaving the pool: its entry
+        // is reused in place by the new incarnation.
+        *stored = key;
+        *slot_value = value;
+        (None, true)
+    }
+
+    /// Appends `key` (whose slot has no entry) at dense index `len`.
+    #[inline(always)]
+    pub(crate) fn append(&mut self, key: EntityKey, value: T) {
+        let i = self.len;
+        // Holds whenever the precondition does (stored slots are distinct and below the
+        // capacity, and `key`'s is not among them); checked because the writes rely on it.
+        assert!(
+            i < self.capacity,
+            "pool of capacity {} is full",
+            self.capacity
+        );
+        // SAFETY: `i < capacity`, within both allocations (struct invariant); the length
+        // grows by one to cover exactly the newly initialized elements.
+        unsafe {
+            self.keys.add(i).write(key);
+            self.values.add(i).write(value);
+        }
+        self.len = i + 1;
+        if key.slot as usize != i {
+            self.set_sparse(key.slot, i);
+        }
+    }
+
+    /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
+    /// values the caller already wrote at `len..len + count`.
+    ///
+    /// # Safety
+    /// `len + count <= capacity`, values `len..len + count` are initialized, and none of the
+    /// slots has an entry.
+    pub(crate) unsafe fn append_written(&mut self, first: u32, count: usize, generation: u32) {
+        let len = self.len;
+        debug_assert!(len + count <= self.capacity);
+        for k in 0..count {
+            let key = EntityKey {
+                slot: first + k as u32,
+                generation,
+            };
+            // SAFETY: `len + k < len + count <= capacity` (caller), within the allocation.
+            unsafe { self.keys.add(len + k).write(key) };
+        }
+        self.len = len + count;
+        if first as usize != len {
+            for k in 0..count {
+                self.set_sparse(first + k as u32, len + k);
+            }
+        }
+    }
+
+    /// Removes `key`'s entry by swap removal, returning its value.
+    #[inline(always)]
+    pub(crate) fn remove(&mut self, key: EntityKey) -> Option<T> {
+        let i = self.find(key)?;
+        Some(self.remove_at(i, key.slot))
+    }
+
+    /// Swap-removes dense index `i < len`, which holds `slot`'s entry: the last entry moves
+    /// into the hole.
+    #[inline(always)]
+    fn remove_at(&mut self, i: usize, slot: u32) -> T {
+        let last = self.len - 1;
+        assert!(i <= last, "dense index {i} beyond {last}");
+        // SAFETY: 1. `i <= last < len`, so every access is in bounds and initialized;
+        // 2. element `last` moves into `i` (a self-copy when `i == last`) and the length drops
+        // to `last`, so the initialized prefix stays exact; 3. `T` and `EntityKey` are `Copy`.
+        let (value, moved) = unsafe {
+            let value = self.values.add(i).read();
+            let moved = self.keys.add(last).read();
+            self.values.add(i).write(self.values.add(last).read());
+            self.keys.add(i).write(moved);
+            (value, moved)
+        };
+        self.len = last;
+        // Removal clears the slot's sparse entry (possibly stale from an earlier position).
+        self.clear_sparse(slot);
+        if i != last && moved.slot as usize != i {
+            self.set_sparse(moved.slot, i);
+        }
+        value
+    }
+
+    /// Swaps dense positions `i` and `j` (both `< len`).
+    #[inline]
+    pub(crate) fn swap(&mut self, i: usize, j: usize) {
+        assert!(
+            i < self.len && j < self.len,
+            "swap {i} {j} beyond {}",
+            self.len
+        );
+        if i == j {
+            return;
+        }
+        // SAFETY: `i, j < len` (checked) and distinct: in bounds, initialized, no overlap.
+        unsafe {
+            core::ptr::swap_nonoverlapping(self.keys.add(i), self.keys.add(j), 1);
+            core::ptr::swap_nonoverlapping(self.values.add(i), self.values.add(j), 1);
+        }
+        for at in [i, j] {
+            // SAFETY: `at < len`.
+            let slot = unsafe { self.keys.add(at).read() }.slot;
+            if slot as usize != at {
+                self.set_sparse(slot, at);
+            }
+        }
+    }
+
+    /// Records that `slot`'s entry sits at dense index `i` (off its diagonal).
+    #[inline(always)]
+    fn set_sparse(&mut self, slot: u32, i: usize) {
+        let entry = Sparse(i as u32);
+        match self.sparse.get_mut(slot as usize) {
+            Some(e) => *e = entry,
+            None => grow_sparse(self.sparse, slot, entry, self.capacity),
+        }
+    }
+
+    /// Forgets `slot`'s sparse entry.
+    #[inline(always)]
+    fn clear_sparse(&mut self, slot: u32) {
+        if let Some(e) = self.sparse.get_mut(slot as usize) {
+            *e = NO_ENTRY;
+        }
+    }
+}
+
+impl<T, A: Allocator> Drop for DenseMut<'_, T, A> {
+    fn drop(&mut self) {
+        // SAFETY: the first `len` elements of both buffers are initialized (struct invariant)
+        // and `len <= capacity <= capacity()` of both vectors.
+        unsafe {
+            self.keys_vec.set_len(self.len);
+            self.values_vec.set_len(self.len);
+        }
+    }
+}
+
+/// Records `entry` at `slot` past the sparse map's length; out of line, so it does not weigh
+/// on the callers' loops.
+#[cold]
+#[inline(never)]
+fn grow_sparse<A: Allocator>(
+    sparse: &mut Vec<Sparse, A>,
+    slot: u32,
+    entry: Sparse,
+    capacity: usize,
+) {
+    let s = slot as usize;
+    assert!(s < capacity, "slot {s} beyond capacity {capacity}");
+    // Within the capacity reserved at init: no reallocation.
+    sparse.resize(s, NO_ENTRY);
+    sparse.push(entry);
+}
