@@ -48,6 +48,12 @@ enum Op {
     CmdInsertB(usize, u64),
     CmdRemoveA(usize),
     Commit,
+    /// `spawn_batch` of `(A, B)` bundles (reuses freed slots, then takes fresh ones in bulk).
+    SpawnBatch(u8, u32),
+    /// `insert_batch` of `B` values (all or nothing).
+    InsertBatchB(Vec<usize>, u64),
+    /// `remove_batch` of `A` (all or nothing).
+    RemoveBatchA(Vec<usize>),
 }
 
 /// A recorded command, as the model sees it.
@@ -77,6 +83,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::CmdInsertB(i, v)),
         1 => any::<usize>().prop_map(Op::CmdRemoveA),
         1 => Just(Op::Commit),
+        1 => (0u8..4, any::<u32>()).prop_map(|(n, a)| Op::SpawnBatch(n, a)),
+        1 => (proptest::collection::vec(any::<usize>(), 0..4), any::<u64>())
+            .prop_map(|(i, v)| Op::InsertBatchB(i, v)),
+        1 => proptest::collection::vec(any::<usize>(), 0..4).prop_map(Op::RemoveBatchA),
     ]
 }
 
@@ -377,6 +387,80 @@ fn run(ops: Vec<Op>) {
                 recorded.clear();
                 pending.clear();
                 bytes = 0;
+            }
+            Op::SpawnBatch(n, a) => {
+                let n = usize::from(n);
+                let bundles = (0..n as u32).map(|k| (A(a.wrapping_add(k)), B(u64::from(k))));
+                let got = w.spawn_batch(bundles);
+                if !m.structural && n > 0 {
+                    assert_eq!(got, Err(WorldError::InvalidPhase));
+                } else if m.alive.len() + m.retired + n > CAPACITY {
+                    assert_eq!(got, Err(WorldError::CapacityExhausted));
+                } else if n > 0 {
+                    assert_eq!(got, Ok(n));
+                    // The new handles are the pool's owners not seen before.
+                    let spawned: Vec<EntityId> =
+                        w.a.owners()
+                            .iter()
+                            .filter(|e| !handles.contains(e))
+                            .collect();
+                    assert_eq!(spawned.len(), n, "each bundle spawned one new entity");
+                    for e in spawned {
+                        let k = w.get::<B>(e).unwrap().0 as u32;
+                        handles.push(e);
+                        let row = Row {
+                            a: Some(A(a.wrapping_add(k))),
+                            b: Some(B(u64::from(k))),
+                            c: None,
+                        };
+                        m.alive.insert(e, row);
+                    }
+                }
+            }
+            Op::InsertBatchB(picks, v) => {
+                let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
+                let values: Vec<B> = (0..es.len() as u64).map(|k| B(v.wrapping_add(k))).collect();
+                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+                match (w.insert_batch(&es, &values), ok) {
+                    (Ok(joined), true) => {
+                        let mut want = 0;
+                        for (e, b) in es.iter().zip(&values) {
+                            let row = m.alive.get_mut(e).unwrap();
+                            want += usize::from(row.b.replace(*b).is_none());
+                        }
+                        assert_eq!(joined, want);
+                    }
+                    (Err(got), false) => check_error(got, &m),
+                    (got, want) => panic!("insert_batch {es:?}: {got:?} vs {want:?}"),
+                }
+                // A length mismatch is refused first, changing nothing.
+                let short = &values[..values.len().saturating_sub(1)];
+                let want = if !es.is_empty() {
+                    Err(WorldError::LengthMismatch {
+                        entities: es.len(),
+                        values: es.len() - 1,
+                    })
+                } else if m.structural {
+                    Ok(0)
+                } else {
+                    Err(WorldError::InvalidPhase)
+                };
+                assert_eq!(w.insert_batch(&es, short), want);
+            }
+            Op::RemoveBatchA(picks) => {
+                let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
+                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+                match (w.remove_batch::<A>(&es), ok) {
+                    (Ok(removed), true) => {
+                        let want = es
+                            .iter()
+                            .filter(|e| m.alive.get_mut(e).unwrap().a.take().is_some())
+                            .count();
+                        assert_eq!(removed, want);
+                    }
+                    (Err(got), false) => check_error(got, &m),
+                    (got, want) => panic!("remove_batch {es:?}: {got:?} vs {want:?}"),
+                }
             }
             Op::Phase(open) => {
                 if open {

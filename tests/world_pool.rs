@@ -124,3 +124,76 @@ fn iteration_is_dense_order() {
     }
     assert_eq!(pool.values(), &[4, 2, 0]);
 }
+
+#[test]
+fn batches_apply_all_or_nothing() {
+    let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
+    let mut other = EntityRegistry::try_with_capacity(8).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let es: Vec<EntityId> = (0..4).map(|_| reg.try_create().unwrap()).collect();
+    pool.insert(&mut reg, es[1], 7).unwrap();
+    let dead = reg.try_create().unwrap();
+    reg.try_release(dead).unwrap();
+    let rev = reg.structural_revision();
+    // One dead entity anywhere in the batch: nothing changes.
+    let with_dead = [es[0], es[2], dead];
+    assert_eq!(
+        pool.insert_batch(&mut reg, &with_dead, &[1, 2, 3]),
+        Err(WorldError::Rejected(Rejection::Free))
+    );
+    assert_eq!(
+        pool.remove_batch(&mut reg, &[es[1], dead]),
+        Err(WorldError::Rejected(Rejection::Free))
+    );
+    assert_eq!(
+        pool.insert_batch(&mut reg, &es, &[1, 2]),
+        Err(WorldError::LengthMismatch {
+            entities: 4,
+            values: 2
+        })
+    );
+    let foreign = other.try_create().unwrap();
+    assert_eq!(
+        pool.insert_batch(&mut other, &[foreign], &[1]),
+        Err(WorldError::ForeignPool)
+    );
+    reg.set_structural_phase(false);
+    assert_eq!(
+        pool.remove_batch(&mut reg, &es),
+        Err(WorldError::InvalidPhase)
+    );
+    reg.set_structural_phase(true);
+    assert_eq!((pool.values(), reg.structural_revision()), (&[7][..], rev));
+    // A repeated entity keeps its last value; only joins advance the revision.
+    let batch = [es[0], es[1], es[0], es[3]];
+    assert_eq!(pool.insert_batch(&mut reg, &batch, &[1, 2, 3, 4]), Ok(2));
+    assert_eq!(reg.structural_revision(), rev + 2);
+    let got: Vec<Option<u32>> = es.iter().map(|&e| pool.get(e).copied()).collect();
+    assert_eq!(got, [Some(3), Some(2), None, Some(4)]);
+    assert_eq!(
+        pool.remove_batch(&mut reg, &[es[3], es[2], es[3], es[1]]),
+        Ok(2)
+    );
+    assert_eq!(pool.owners(), &[es[0]]);
+    assert_eq!(reg.structural_revision(), rev + 4);
+}
+
+#[test]
+fn owners_view_names_every_dense_entry() {
+    let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
+    let mut pool = ComponentPool::<u8>::try_new(&reg).unwrap();
+    let es: Vec<EntityId> = (0..3).map(|_| reg.try_create().unwrap()).collect();
+    for &e in es.iter().rev() {
+        pool.insert(&mut reg, e, 0).unwrap();
+    }
+    let owners = pool.owners();
+    assert_eq!((owners.len(), owners.owner()), (3, reg.owner()));
+    assert_eq!(owners.get(0), Some(es[2]));
+    assert_eq!(owners.get(3), None);
+    assert_eq!(owners.iter().rev().collect::<Vec<_>>(), es);
+    assert_eq!(owners.keys()[1], ludus::world::EntityKey::of(es[1]));
+    assert_eq!(
+        format!("{owners:?}"),
+        format!("{:?}", [es[2], es[1], es[0]])
+    );
+}

@@ -318,3 +318,94 @@ fn spawn_batch_is_all_or_nothing() {
     assert_eq!(g.registry.structural_revision(), 9);
     assert!(g.check_groups());
 }
+
+/// An iterator whose `len` promises more than it yields.
+struct Liar(std::ops::Range<u32>, usize);
+
+impl Iterator for Liar {
+    type Item = (Health,);
+    fn next(&mut self) -> Option<(Health,)> {
+        self.0.next().map(|i| (Health(i),))
+    }
+}
+
+impl ExactSizeIterator for Liar {
+    fn len(&self) -> usize {
+        self.0.len() + self.1
+    }
+}
+
+#[test]
+fn spawn_batch_publishes_only_what_the_iterator_yields() {
+    let mut w = Plain::try_new(8).unwrap();
+    assert_eq!(w.spawn_batch(Liar(0..2, 3)), Ok(2));
+    assert_eq!(
+        (w.registry.len(), w.hp.values()),
+        (2, &[Health(0), Health(1)][..])
+    );
+    // Budgets are checked against the promised length: 5 + 2 > 6 free slots is refused.
+    assert_eq!(
+        w.spawn_batch(Liar(0..2, 5)),
+        Err(WorldError::CapacityExhausted)
+    );
+    assert_eq!(w.registry.len(), 2);
+}
+
+#[test]
+fn spawn_batch_panicking_iterator_publishes_no_fresh_entity() {
+    let mut w = Plain::try_new(8).unwrap();
+    let a = w.spawn((Health(1),)).unwrap();
+    w.destroy(a).unwrap(); // one free slot: the batch reuses it first, one at a time
+    let rev = w.registry.structural_revision();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        w.spawn_batch((0..4).map(|i| {
+            assert!(i < 2, "bundle {i}");
+            (Health(i),)
+        }))
+    }));
+    assert!(caught.is_err());
+    // The reused slot was spawned before the panic; the fresh part was never published.
+    assert_eq!(w.registry.len(), 1);
+    assert_eq!(w.hp.len(), 1);
+    assert_eq!(w.registry.structural_revision(), rev + 2);
+    let e = w.hp.owners().get(0).unwrap();
+    assert_eq!((e.slot(), w.get::<Health>(e)), (a.slot(), Some(&Health(0))));
+    assert_eq!(w.spawn_batch((0..3).map(|i| (Health(10 + i),))), Ok(3));
+    assert_eq!(
+        w.hp.values(),
+        &[Health(0), Health(10), Health(11), Health(12)]
+    );
+}
+
+#[test]
+fn spawn_batch_keeps_groups_packed() {
+    let mut g = Game::try_new(16).unwrap();
+    let lone = g.spawn((Position([9.0, 0.0]),)).unwrap();
+    let n = g
+        .spawn_batch((0..5).map(|i| (Position([i as f32, 0.0]), Velocity([1.0, 0.0]))))
+        .unwrap();
+    assert_eq!(n, 5);
+    assert!(g.check_groups());
+    let (ids, ps, vs) = g.moving();
+    assert_eq!((ids.len(), ps.len(), vs.len()), (5, 5, 5));
+    assert!(!ids.iter().any(|e| e == lone));
+}
+
+#[test]
+fn world_batches_keep_groups_packed() {
+    let mut g = Game::try_new(16).unwrap();
+    let es: Vec<EntityId> = (0..6).map(|i| spawn(&mut g, i as f32, None)).collect();
+    let vs = vec![Velocity([1.0, 1.0]); 4];
+    assert_eq!(g.insert_batch(&es[1..5], &vs), Ok(4));
+    assert!(g.check_groups());
+    assert_eq!(g.moving().0.len(), 4);
+    assert_eq!(g.remove_batch::<Position>(&[es[2], es[5]]), Ok(2));
+    assert!(g.check_groups());
+    assert_eq!(g.moving().0.len(), 3);
+    g.destroy(es[1]).unwrap();
+    assert_eq!(
+        g.remove_batch::<Velocity>(&[es[3], es[1]]),
+        Err(WorldError::Rejected(Rejection::Free))
+    );
+    assert_eq!(g.moving().0.len(), 2, "a refused batch changes nothing");
+}

@@ -177,6 +177,18 @@ mod tests {
     type VoiceHandle = Handle<Voice>;
 
     #[test]
+    #[cfg(target_endian = "little")]
+    fn bytes_are_owner_slot_generation_on_little_endian() {
+        let h = VoiceHandle::from_raw_parts(0x0102_0304_0506_0708, 0x1112_1314, 0x2122_2324);
+        let mut want = [0u8; 16];
+        want[..8].copy_from_slice(&0x0102_0304_0506_0708u64.to_le_bytes());
+        want[8..12].copy_from_slice(&0x1112_1314u32.to_le_bytes());
+        want[12..].copy_from_slice(&0x2122_2324u32.to_le_bytes());
+        assert_eq!(bytemuck::bytes_of(&h), &want);
+        assert_eq!((h.slot(), h.generation()), (0x1112_1314, 0x2122_2324));
+    }
+
+    #[test]
     fn null_is_all_zero_and_default() {
         assert!(VoiceHandle::NULL.is_null());
         assert_eq!(VoiceHandle::default(), VoiceHandle::NULL);

@@ -17,9 +17,9 @@
 //! the pool's, then `keys[s] == {s, g}` (on the diagonal), else `keys[sparse[s]] == {s, g}`.
 //! The full owner is validated with no registry access.
 //!
-//! The sparse map grows lazily within the capacity reserved at init (`sparse.len()` is one past
-//! the highest slot ever recorded) and is never written for entries on their diagonal, which is
-//! where entities spawned in creation order land: such pools never touch their sparse map.
+//! The sparse map has one entry per registry slot, filled at init (so its pages are resident
+//! before the first removal, not faulted in during a frame), and is never written for entries
+//! on their diagonal, which is where entities spawned in creation order land.
 //!
 //! Mutation goes through [`DenseMut`], which holds the arrays' pointers and the length in locals
 //! (registers) for a run of changes and writes the length back when dropped: the length is not
@@ -116,8 +116,10 @@ impl<'p> Index<'p> {
 }
 
 /// A pool's dense arrays under a run of membership changes. Holds the vectors' element
-/// pointers and the common length in locals; writes the length back to both vectors on drop
-/// (also on unwind, so the pool stays consistent).
+/// pointers and the common length in locals; [`finish`](Self::finish) writes the length back
+/// to both vectors. No `Drop`: a drop guard would pin the struct in memory. The methods check
+/// before they write (sparse indexing cannot fail for a stored key or a key its registry
+/// issued: the map has an entry per slot), so a panic leaves the vectors as they were.
 ///
 /// Invariant: `keys` and `values` point to the buffers of `keys_vec` and `values_vec`, each
 /// allocated for at least `capacity` elements (reserved at init, never reallocated), of which
@@ -127,7 +129,7 @@ pub(crate) struct DenseMut<'p, T, A: Allocator> {
     len: usize,
     keys: *mut EntityKey,
     values: *mut T,
-    sparse: &'p mut Vec<Sparse, A>,
+    sparse: &'p mut [Sparse],
     keys_vec: &'p mut Vec<EntityKey, A>,
     values_vec: &'p mut Vec<T, A>,
 }
@@ -140,7 +142,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         capacity: usize,
         keys_vec: &'p mut Vec<EntityKey, A>,
         values_vec: &'p mut Vec<T, A>,
-        sparse: &'p mut Vec<Sparse, A>,
+        sparse: &'p mut [Sparse],
     ) -> Self {
         debug_assert_eq!(keys_vec.len(), values_vec.len());
         debug_assert!(keys_vec.capacity() >= capacity && values_vec.capacity() >= capacity);
@@ -152,6 +154,17 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             sparse,
             keys_vec,
             values_vec,
+        }
+    }
+
+    /// Writes the length back to both vectors.
+    #[inline(always)]
+    pub(crate) fn finish(self) {
+        // SAFETY: the first `len` elements of both buffers are initialized (struct invariant)
+        // and `len <= capacity <= capacity()` of both vectors.
+        unsafe {
+            self.keys_vec.set_len(self.len);
+            self.values_vec.set_len(self.len);
         }
     }
 
@@ -202,6 +215,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             "pool of capacity {} is full",
             self.capacity
         );
+        if key.slot as usize != i {
+            self.set_sparse(key.slot, i);
+        }
         // SAFETY: `i < capacity`, within both allocations (struct invariant); the length
         // grows by one to cover exactly the newly initialized elements.
         unsafe {
@@ -209,9 +225,6 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.values.add(i).write(value);
         }
         self.len = i + 1;
-        if key.slot as usize != i {
-            self.set_sparse(key.slot, i);
-        }
     }
 
     /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
@@ -299,46 +312,12 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// Records that `slot`'s entry sits at dense index `i` (off its diagonal).
     #[inline(always)]
     fn set_sparse(&mut self, slot: u32, i: usize) {
-        let entry = Sparse(i as u32);
-        match self.sparse.get_mut(slot as usize) {
-            Some(e) => *e = entry,
-            None => grow_sparse(self.sparse, slot, entry, self.capacity),
-        }
+        self.sparse[slot as usize] = Sparse(i as u32);
     }
 
     /// Forgets `slot`'s sparse entry.
     #[inline(always)]
     fn clear_sparse(&mut self, slot: u32) {
-        if let Some(e) = self.sparse.get_mut(slot as usize) {
-            *e = NO_ENTRY;
-        }
+        self.sparse[slot as usize] = NO_ENTRY;
     }
-}
-
-impl<T, A: Allocator> Drop for DenseMut<'_, T, A> {
-    fn drop(&mut self) {
-        // SAFETY: the first `len` elements of both buffers are initialized (struct invariant)
-        // and `len <= capacity <= capacity()` of both vectors.
-        unsafe {
-            self.keys_vec.set_len(self.len);
-            self.values_vec.set_len(self.len);
-        }
-    }
-}
-
-/// Records `entry` at `slot` past the sparse map's length; out of line, so it does not weigh
-/// on the callers' loops.
-#[cold]
-#[inline(never)]
-fn grow_sparse<A: Allocator>(
-    sparse: &mut Vec<Sparse, A>,
-    slot: u32,
-    entry: Sparse,
-    capacity: usize,
-) {
-    let s = slot as usize;
-    assert!(s < capacity, "slot {s} beyond capacity {capacity}");
-    // Within the capacity reserved at init: no reallocation.
-    sparse.resize(s, NO_ENTRY);
-    sparse.push(entry);
 }

@@ -16,3 +16,18 @@ pub(crate) fn reserve<T, A: Allocator>(capacity: usize, alloc: A) -> Result<Vec<
         .map_err(|_| InitError::Allocation)?;
     Ok(v)
 }
+
+/// A vector of `capacity` copies of `value`, written at init so that its pages are resident
+/// before the first structural change needs them.
+///
+/// # Errors
+/// As [`reserve`].
+pub(crate) fn filled<T: Copy, A: Allocator>(
+    capacity: usize,
+    value: T,
+    alloc: A,
+) -> Result<Vec<T, A>, InitError> {
+    let mut v = reserve(capacity, alloc)?;
+    v.resize(capacity, value);
+    Ok(v)
+}

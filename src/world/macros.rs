@@ -177,10 +177,10 @@ macro_rules! world {
                 )*)?
                 let mut removed = 0u64;
                 $( removed += u64::from(self.$field.remove_validated(entity).is_some()); )+
-                registry.advance_revision(removed);
                 // Durable-binding hook: detach the entity's binding here, before the slot is
                 // released (seed 000, "Destruction and physical retirement").
-                registry.release_validated(entity);
+                let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
+                registry.release_charged(entity, removed);
                 ::core::result::Result::Ok(())
             }
 
@@ -196,10 +196,7 @@ macro_rules! world {
                 bundle: B,
             ) -> ::core::result::Result<$crate::EntityId, $crate::world::WorldError> {
                 let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                registry.check_create_budget(1)?;
-                registry.check_revisions(1 + B::LEN)?;
-                let entity = registry.create_unbudgeted();
-                registry.advance_revision(B::LEN);
+                let entity = registry.try_create_charged(B::LEN)?;
                 bundle.insert_validated(self, entity);
                 ::core::result::Result::Ok(entity)
             }

@@ -6,7 +6,7 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::dense::{DenseMut, Index, Sparse};
+use super::dense::{DenseMut, Index, Sparse, NO_ENTRY};
 use super::owners::{EntityKey, Owners};
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
@@ -34,8 +34,8 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Entity capacity (the registry's), fixed at init.
     capacity: usize,
-    /// Dense index per slot, for entries not at `dense == slot`; reserved `capacity`, grown
-    /// lazily (see the module invariants).
+    /// Dense index per slot, for entries off their diagonal; `len == capacity`, filled at
+    /// init (see [`dense`](super::dense)).
     sparse: Vec<Sparse, A>,
     /// Dense keys; `len` is the pool length; reserved `capacity`.
     keys: Vec<EntityKey, A>,
@@ -77,7 +77,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         Ok(Self {
             owner: 0,
             capacity,
-            sparse: fixed::reserve(capacity, alloc.clone())?,
+            sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
             keys: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
         })
@@ -251,7 +251,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline(always)]
     pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
         debug_assert_eq!(entity.owner(), self.owner);
-        self.dense_mut().insert(EntityKey::of(entity), value)
+        let mut dense = self.dense_mut();
+        let inserted = dense.insert(EntityKey::of(entity), value);
+        dense.finish();
+        inserted
     }
 
     /// Appends `entity` (validated alive, holding no entry in this pool under any generation,
@@ -261,7 +264,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     pub fn append_validated(&mut self, entity: EntityId, value: T) {
         debug_assert_eq!(entity.owner(), self.owner);
         debug_assert!(self.index().slot_entry(entity.slot()).is_none());
-        self.dense_mut().append(EntityKey::of(entity), value);
+        let mut dense = self.dense_mut();
+        dense.append(EntityKey::of(entity), value);
+        dense.finish();
     }
 
     /// The dense arrays under a run of membership changes.
@@ -340,6 +345,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         for (&entity, &value) in entities.iter().zip(values) {
             joined += usize::from(dense.insert(EntityKey::of(entity), value).1);
         }
+        dense.finish();
         joined
     }
 
@@ -356,6 +362,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
                 removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
             }
         }
+        dense.finish();
         removed
     }
 
@@ -385,7 +392,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         if entity.owner() != self.owner {
             return None;
         }
-        self.dense_mut().remove(EntityKey::of(entity))
+        let mut dense = self.dense_mut();
+        let removed = dense.remove(EntityKey::of(entity));
+        dense.finish();
+        removed
     }
 
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
@@ -393,7 +403,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[doc(hidden)]
     #[inline]
     pub fn swap_dense(&mut self, i: usize, j: usize) {
-        self.dense_mut().swap(i, j);
+        let mut dense = self.dense_mut();
+        dense.swap(i, j);
+        dense.finish();
     }
 
     /// Reserves `n` dense entries past the end for a batch append, returning where to write
@@ -418,10 +430,12 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[doc(hidden)]
     pub unsafe fn publish_batch(&mut self, first: u32, count: usize, generation: u32) {
         debug_assert!(first as usize + count <= self.capacity);
+        let mut dense = self.dense_mut();
         // SAFETY: the caller wrote values `len..len + count` through a cursor reserved for at
         // least `count` entries past `len` (so within the capacity), and the fresh slots have
         // no entry.
-        unsafe { self.dense_mut().append_written(first, count, generation) };
+        unsafe { dense.append_written(first, count, generation) };
+        dense.finish();
     }
 }
 

@@ -453,6 +453,38 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.check_revisions(n as u64)
     }
 
+    /// Creates one entity and charges `extra` more revisions (a spawn's inserts), after one
+    /// fused check of phase, capacity, sequence and revision budget.
+    ///
+    /// # Errors
+    /// As [`check_create_budget`](Self::check_create_budget)`(1)`, then
+    /// [`WorldError::RevisionExhausted`] when `1 + extra` revisions are not left; nothing
+    /// changes.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn try_create_charged(&mut self, extra: u64) -> Result<EntityId, WorldError> {
+        let room = self.free_head != 0 || (self.high as usize) < self.capacity;
+        let budget = self
+            .revision
+            .checked_add(1 + extra)
+            .is_some_and(|r| r <= self.revision_end);
+        if !(room & budget & (self.last_sequence != u64::MAX) & (self.owner != 0)) {
+            return Err(self.create_error(extra));
+        }
+        let entity = self.create_unbudgeted();
+        self.revision += extra; // within the budget checked above
+        Ok(entity)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn create_error(&self, extra: u64) -> WorldError {
+        let checks = self
+            .check_create_budget(1)
+            .and_then(|()| self.check_revisions(1 + extra));
+        checks.err().unwrap_or(WorldError::RevisionExhausted)
+    }
+
     /// Creates an entity. LIFO: the most recently released slot is reused first, then fresh
     /// slots in increasing order.
     ///
@@ -591,6 +623,14 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     #[inline]
     pub fn release_validated(&mut self, entity: EntityId) {
+        self.release_charged(entity, 0);
+    }
+
+    /// [`release_validated`](Self::release_validated), charging `extra` more revisions (the
+    /// pool removals of a destroy) with the release's own; the caller checked `1 + extra`.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn release_charged(&mut self, entity: EntityId, extra: u64) {
         let slot = entity.slot();
         let meta = &self.meta[slot as usize];
         match next_generation(entity.generation()) {
@@ -606,7 +646,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             }
         }
         self.alive -= 1;
-        self.revision += 1;
+        self.revision += 1 + extra;
     }
 
     /// Marks an active entity pending destruction (command recording).

@@ -8,16 +8,33 @@ use ludus_peers::*;
 fn spin<W: Workload>(iterations: usize) {
     let mut w = W::setup();
     let mut timed = std::time::Duration::ZERO;
+    let mut faults = 0;
     for _ in 0..iterations {
         if W::FRESH_STATE {
             w = W::setup();
         }
+        let before = minor_faults();
         let start = std::time::Instant::now();
         w.run();
         timed += start.elapsed();
+        faults += minor_faults() - before;
     }
     std::hint::black_box(w.checksum());
-    println!("mean run: {:?}", timed / iterations as u32);
+    println!(
+        "mean run: {:?}, {} minor faults per run",
+        timed / iterations as u32,
+        faults / iterations as i64
+    );
+}
+
+/// Minor page faults of this thread so far.
+fn minor_faults() -> i64 {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we pass.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+        usage.ru_minflt
+    }
 }
 
 macro_rules! dispatch {
