@@ -52,8 +52,12 @@ enum Op {
     SpawnBatch(u8, u32),
     /// `insert_batch` of `B` values (all or nothing).
     InsertBatchB(Vec<usize>, u64),
-    /// `remove_batch` of `A` (all or nothing).
+    /// `remove_batch` of `A` (all or nothing; `A` is grouped).
     RemoveBatchA(Vec<usize>),
+    /// `insert_batch` of `C` (ungrouped: the pool's own batch loop).
+    InsertBatchC(Vec<usize>, u16),
+    /// `remove_batch` of `C` (ungrouped: swap removal or compaction by batch size).
+    RemoveBatchC(Vec<usize>),
 }
 
 /// A recorded command, as the model sees it.
@@ -87,6 +91,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (proptest::collection::vec(any::<usize>(), 0..4), any::<u64>())
             .prop_map(|(i, v)| Op::InsertBatchB(i, v)),
         1 => proptest::collection::vec(any::<usize>(), 0..4).prop_map(Op::RemoveBatchA),
+        1 => (proptest::collection::vec(any::<usize>(), 0..5), any::<u16>())
+            .prop_map(|(i, v)| Op::InsertBatchC(i, v)),
+        1 => proptest::collection::vec(any::<usize>(), 0..5).prop_map(Op::RemoveBatchC),
     ]
 }
 
@@ -460,6 +467,38 @@ fn run(ops: Vec<Op>) {
                     }
                     (Err(got), false) => check_error(got, &m),
                     (got, want) => panic!("remove_batch {es:?}: {got:?} vs {want:?}"),
+                }
+            }
+            Op::InsertBatchC(picks, v) => {
+                let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
+                let values: Vec<C> = (0..es.len() as u16).map(|k| C(v.wrapping_add(k))).collect();
+                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+                match (w.insert_batch(&es, &values), ok) {
+                    (Ok(joined), true) => {
+                        let mut want = 0;
+                        for (e, c) in es.iter().zip(&values) {
+                            let row = m.alive.get_mut(e).unwrap();
+                            want += usize::from(row.c.replace(*c).is_none());
+                        }
+                        assert_eq!(joined, want);
+                    }
+                    (Err(got), false) => check_error(got, &m),
+                    (got, want) => panic!("insert_batch C {es:?}: {got:?} vs {want:?}"),
+                }
+            }
+            Op::RemoveBatchC(picks) => {
+                let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
+                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+                match (w.remove_batch::<C>(&es), ok) {
+                    (Ok(removed), true) => {
+                        let want = es
+                            .iter()
+                            .filter(|e| m.alive.get_mut(e).unwrap().c.take().is_some())
+                            .count();
+                        assert_eq!(removed, want);
+                    }
+                    (Err(got), false) => check_error(got, &m),
+                    (got, want) => panic!("remove_batch C {es:?}: {got:?} vs {want:?}"),
                 }
             }
             Op::Phase(open) => {

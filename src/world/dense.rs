@@ -41,6 +41,13 @@ pub(crate) struct Sparse(u32);
 /// most `u32::MAX`), so a probe with it loads no key.
 pub(crate) const NO_ENTRY: Sparse = Sparse(u32::MAX);
 
+/// Marks an entry being removed by [`DenseMut::remove_compacting`]: no registry issues slot
+/// `u32::MAX` (capacity is at most `u32::MAX`) or generation 0, so it matches no key.
+const TOMBSTONE: EntityKey = EntityKey {
+    slot: u32::MAX,
+    generation: 0,
+};
+
 /// Dense index of `key` (module invariants).
 #[inline(always)]
 fn locate(keys: &[EntityKey], sparse: &[Sparse], key: EntityKey) -> Option<usize> {
@@ -282,6 +289,48 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.set_sparse(moved.slot, i);
         }
         value
+    }
+
+    /// Removes the entries of every key of `batch` (duplicates and absent keys are skipped) by
+    /// marking them and then compacting the survivors in one pass, which keeps their relative
+    /// order; returns the number removed. Cheaper than swap removals when the batch is a large
+    /// part of the pool: no entry is moved twice and the scan is sequential.
+    pub(crate) fn remove_compacting(&mut self, batch: impl Iterator<Item = EntityKey>) -> usize {
+        let mut removed = 0;
+        for key in batch {
+            if let Some(i) = self.find(key) {
+                // SAFETY: `find` returns an index below `len`. A tombstone matches no key, so
+                // a repeated key is not found again.
+                unsafe { self.keys.add(i).write(TOMBSTONE) };
+                self.clear_sparse(key.slot);
+                removed += 1;
+            }
+        }
+        if removed == 0 {
+            return 0;
+        }
+        let mut kept = 0;
+        for i in 0..self.len {
+            // SAFETY: `kept <= i < len`: reads and writes stay within the initialized prefix,
+            // and `kept` only moves entries down over tombstones or onto themselves.
+            let key = unsafe { self.keys.add(i).read() };
+            if key == TOMBSTONE {
+                continue;
+            }
+            if kept != i {
+                // SAFETY: as above.
+                unsafe {
+                    self.keys.add(kept).write(key);
+                    self.values.add(kept).write(self.values.add(i).read());
+                }
+                if key.slot as usize != kept {
+                    self.set_sparse(key.slot, kept);
+                }
+            }
+            kept += 1;
+        }
+        self.len = kept;
+        removed
     }
 
     /// Swaps dense positions `i` and `j` (both `< len`).

@@ -327,7 +327,9 @@ macro_rules! world {
             }
 
             /// Removes the `T` of each of `entities`, all or nothing; returns how many were
-            /// removed.
+            /// removed. Dense order afterwards as for
+            /// [`ComponentPool::remove_batch`]($crate::world::ComponentPool::remove_batch)
+            /// (a grouped component is removed entity by entity).
             ///
             /// # Errors
             /// As [`ComponentPool::remove_batch`]($crate::world::ComponentPool::remove_batch).

@@ -6,7 +6,7 @@ use crate::identity::OwnerToken;
 
 /// An entity handle without its owner token: what a pool stores per dense entry (the owner is
 /// the pool's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C, align(8))]
 pub struct EntityKey {
     /// Registry slot.
@@ -29,6 +29,27 @@ impl EntityKey {
     #[inline(always)]
     pub const fn entity(self, owner: OwnerToken) -> EntityId {
         EntityId::from_raw_parts(owner, self.slot, self.generation)
+    }
+
+    /// Both fields as one word, so equality is a single 8-byte compare.
+    #[inline(always)]
+    fn bits(self) -> u64 {
+        bytemuck::cast(self)
+    }
+}
+
+impl PartialEq for EntityKey {
+    #[inline(always)]
+    fn eq(&self, other: &Self) -> bool {
+        self.bits() == other.bits()
+    }
+}
+
+impl Eq for EntityKey {}
+
+impl core::hash::Hash for EntityKey {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.bits().hash(state);
     }
 }
 

@@ -302,6 +302,11 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
 
     /// Removes each of `entities`' values, all or nothing; returns how many were removed.
     ///
+    /// Dense order afterwards: a batch at least half as long as the pool marks its entries and
+    /// compacts the survivors in one pass, keeping their relative order; a smaller batch swap
+    /// removes entry by entry, in batch order (as [`remove`](Self::remove)). Either way the
+    /// order depends only on the operation sequence.
+    ///
     /// # Errors
     /// As [`insert_batch`](Self::insert_batch), except the length mismatch; nothing changes.
     pub fn remove_batch<B: Allocator + Clone>(
@@ -355,13 +360,22 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline]
     pub fn remove_batch_validated(&mut self, entities: &[EntityId]) -> usize {
         let owner = self.owner;
+        let len = self.len();
         let mut dense = self.dense_mut();
-        let mut removed = 0;
-        for &entity in entities {
-            if entity.owner() == owner {
-                removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
+        let removed = if entities.len() >= len / 2 {
+            // A large batch: mark, then compact the survivors in one pass (their relative
+            // order is kept).
+            let keys = entities.iter().filter(|e| e.owner() == owner);
+            dense.remove_compacting(keys.map(|&e| EntityKey::of(e)))
+        } else {
+            let mut removed = 0;
+            for &entity in entities {
+                if entity.owner() == owner {
+                    removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
+                }
             }
-        }
+            removed
+        };
         dense.finish();
         removed
     }

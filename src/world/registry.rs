@@ -1,21 +1,24 @@
 //! `EntityRegistry`: fixed-capacity slot allocator that issues and validates [`EntityId`]s.
 //!
 //! ```text
-//!  slot:        0        1        2        3   ...  meta.len() ........ capacity
-//!  meta:      [g|LIVE] [g|FREE] [g|PEND] [g|RET]    (not stored: 1|FREE)
-//!  link:      [seq 17] [next  ] [seq 4 ] [  --  ]    (creation sequence, or free-list link)
-//!  free_head ──▶ 1 ──▶ ...        LIFO stack of released, reusable slots, threaded through `link`
+//!  slot:        0         1          2           3     ...  meta.len() ..... capacity
+//!  meta:      [g3|0]   [g2|FREE]  [g7|2|PEND]  [gMAX|RET]    (not stored: g1|FREE)
+//!  sequence:  [  17  ] [  --  ]   [   4  ]    [  --  ]      (creation sequence while alive)
+//!  free:      [1, ...]                 LIFO stack of released, reusable slots (top: free_len)
 //! ```
 //!
-//! `meta[slot]` packs the slot's current generation (low 32 bits) and its state (high bits), so
-//! `is_alive` / `is_active` are one load and one compare. Slots `>= high` were never created;
-//! `create` pops the free list first, then takes `high`. The per-slot arrays grow lazily within
-//! the capacity reserved at init (no reallocation, and init writes nothing): `meta.len() >=
-//! high` (entries in `[high, meta.len())` are free; slots past `meta.len()` are implicitly free
-//! at [`FIRST_GENERATION`]) and `link.len() == high`. `link[slot]` is the creation sequence
-//! while the slot is alive and the next free slot (plus one; 0 ends the list) while it is on
-//! the free list, so releasing touches no memory beyond the slot's own entries. Accounting
-//! invariant: `alive + retired + free_len + (capacity - high) == capacity`.
+//! `meta[slot]` is `generation << 32 | low`: while the slot is live, `low` is the slot itself,
+//! so the word equals the handle's own `slot | generation << 32` and `is_active` is one load and
+//! one compare (`is_alive` masks the pending bit first); free and retired slots hold markers
+//! above every slot in `low` (hence [`MAX_CAPACITY`] `= 2^31 - 2`). Slots `>= high` were never
+//! created; `create` pops the free list first, then takes `high`. The per-slot arrays grow
+//! lazily within the capacity reserved at init (no reallocation, and init writes nothing):
+//! `meta.len() >= high` (entries in `[high, meta.len())` are free; slots past `meta.len()` are
+//! implicitly free at [`FIRST_GENERATION`]) and `sequence.len() == high`. The free stack is
+//! filled at init (its pages are resident before the first release) and `free[..free_len]`
+//! holds the released slots; pops read independent addresses (a list threaded through the
+//! slots would make every create wait for the previous one's load). Accounting invariant:
+//! `alive + retired + free_len + (capacity - high) == capacity`.
 //!
 //! Pending-destruction marks are set through `&self` (command recording), so `meta` is atomic;
 //! every access is `Relaxed`: the registry is mutated by one owner thread and read by jobs the
@@ -31,12 +34,35 @@ use crate::identity::{
 };
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 
-const STATE_SHIFT: u32 = 32;
-const GENERATION_MASK: u64 = u32::MAX as u64;
-const FREE: u64 = 0;
-const LIVE: u64 = 1 << STATE_SHIFT;
-const PENDING: u64 = 2 << STATE_SHIFT;
-const RETIRED: u64 = 4 << STATE_SHIFT;
+// `meta[slot] = generation << 32 | low`, where `low` is the slot itself while the slot is live
+// (so a live, not pending slot's meta equals the incarnation word `slot | generation << 32` of
+// its handle and `is_active` is one compare), with `PENDING` set while its destruction is
+// recorded, and one of two markers (above every slot) while free or retired.
+const LOW: u64 = u32::MAX as u64;
+const PENDING: u64 = 1 << 31;
+const FREE_LOW: u64 = LOW;
+const RETIRED_LOW: u64 = LOW - 1;
+
+/// Meta of a live, not pending incarnation: its handle's incarnation word.
+#[inline(always)]
+const fn live(slot: u32, generation: u32) -> u64 {
+    (generation as u64) << 32 | slot as u64
+}
+
+/// Meta of a free slot that will be created at `generation`.
+#[inline(always)]
+const fn free(generation: u32) -> u64 {
+    (generation as u64) << 32 | FREE_LOW
+}
+
+/// Meta of a retired slot.
+const RETIRED: u64 = (TERMINAL_GENERATION as u64) << 32 | RETIRED_LOW;
+
+/// The generation a meta word holds.
+#[inline(always)]
+const fn generation_of(meta: u64) -> u32 {
+    (meta >> 32) as u32
+}
 
 /// A token from the process-wide source.
 #[cfg(not(loom))]
@@ -51,8 +77,9 @@ pub(crate) fn process_owner_token() -> Result<OwnerToken, IdentityExhausted> {
     Err(IdentityExhausted)
 }
 
-/// Largest supported capacity: slots are `u32` and `u32::MAX` is the pools' absent marker.
-pub const MAX_CAPACITY: usize = u32::MAX as usize;
+/// Largest supported capacity, `2^31 - 2`: a live slot's meta holds the slot in its low 31 bits
+/// and the two values above every slot mark free and retired slots.
+pub const MAX_CAPACITY: usize = (1 << 31) - 2;
 
 /// A fixed-capacity registry of entity slots with generations, owner token, pending
 /// destruction, creation sequence and structural revision.
@@ -76,14 +103,14 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Slots fixed at init.
     capacity: usize,
-    /// Per slot: `generation | state`; `high <= len <= capacity` (module docs).
+    /// Per slot: `generation << 32 | low`; `high <= len <= capacity` (module docs).
     meta: Vec<AtomicU64, A>,
-    /// Per created slot: creation sequence of the current incarnation while alive, free-list
-    /// link while free; `len == high`.
-    link: Vec<u64, A>,
-    /// Top of the LIFO free list, plus one (0: empty).
-    free_head: u32,
-    /// Number of slots on the free list.
+    /// Per created slot: creation sequence of the current incarnation (meaningful while
+    /// alive); `len == high`.
+    sequence: Vec<u64, A>,
+    /// LIFO stack of released reusable slots in `[..free_len]`; `len == capacity`.
+    free: Vec<u32, A>,
+    /// Number of slots on the free stack.
     free_len: u32,
     /// Slots `>= high` have never been created.
     high: u32,
@@ -166,14 +193,15 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             });
         }
         let meta = fixed::reserve(capacity, alloc.clone())?;
-        let link = fixed::reserve(capacity, alloc)?;
+        let sequence = fixed::reserve(capacity, alloc.clone())?;
+        let free = fixed::filled(capacity, 0, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             owner,
             capacity,
             meta,
-            link,
-            free_head: 0,
+            sequence,
+            free,
             free_len: 0,
             high: 0,
             alive: 0,
@@ -263,7 +291,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[inline]
     pub fn is_alive(&self, entity: EntityId) -> bool {
         match self.meta_of(entity) {
-            Some(m) => m & !PENDING == u64::from(entity.generation()) | LIVE,
+            Some(m) => m & !PENDING == live(entity.slot(), entity.generation()),
             None => false,
         }
     }
@@ -271,19 +299,19 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// [`is_alive`](Self::is_alive) and not pending destruction.
     #[inline]
     pub fn is_active(&self, entity: EntityId) -> bool {
-        self.meta_of(entity) == Some(u64::from(entity.generation()) | LIVE)
+        self.meta_of(entity) == Some(live(entity.slot(), entity.generation()))
     }
 
     /// True when `entity` is alive and its destruction has been recorded.
     pub fn is_pending(&self, entity: EntityId) -> bool {
-        self.meta_of(entity) == Some(u64::from(entity.generation()) | LIVE | PENDING)
+        self.meta_of(entity) == Some(live(entity.slot(), entity.generation()) | PENDING)
     }
 
     /// Creation sequence of an alive entity: a strictly increasing number per create, useful
     /// for ordering decisions independent of dense order.
     pub fn creation_sequence(&self, entity: EntityId) -> Option<u64> {
         self.is_alive(entity)
-            .then(|| self.link[entity.slot() as usize])
+            .then(|| self.sequence[entity.slot() as usize])
     }
 
     /// Why `entity` is not active, or `Ok(())` when it is. Cold path for diagnostics.
@@ -303,14 +331,14 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
         let m = self
             .stored_meta(entity.slot())
-            .unwrap_or(u64::from(FIRST_GENERATION) | FREE);
-        if m & RETIRED != 0 {
+            .unwrap_or(free(FIRST_GENERATION));
+        if m & LOW == RETIRED_LOW {
             return Err(Rejection::Retired);
         }
-        if m & LIVE == 0 {
+        if m & LOW == FREE_LOW {
             return Err(Rejection::Free);
         }
-        if m & GENERATION_MASK != u64::from(entity.generation()) {
+        if generation_of(m) != entity.generation() {
             return Err(Rejection::Stale);
         }
         if m & PENDING != 0 {
@@ -463,7 +491,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     #[inline(always)]
     pub fn try_create_charged(&mut self, extra: u64) -> Result<EntityId, WorldError> {
-        let room = self.free_head != 0 || (self.high as usize) < self.capacity;
+        let room = self.free_len != 0 || (self.high as usize) < self.capacity;
         let budget = self
             .revision
             .checked_add(1 + extra)
@@ -517,15 +545,13 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.last_sequence += 1;
         self.alive += 1;
         self.revision += 1;
-        let (slot, generation) = if self.free_head != 0 {
-            let slot = self.free_head - 1;
-            let link = &mut self.link[slot as usize];
-            self.free_head = *link as u32;
+        let (slot, generation) = if self.free_len != 0 {
             self.free_len -= 1;
-            *link = self.last_sequence;
+            let slot = self.free[self.free_len as usize];
+            self.sequence[slot as usize] = self.last_sequence;
             let meta = &self.meta[slot as usize];
-            let generation = (meta.load(Relaxed) & GENERATION_MASK) as u32;
-            meta.store(u64::from(generation) | LIVE, Relaxed);
+            let generation = generation_of(meta.load(Relaxed));
+            meta.store(live(slot, generation), Relaxed);
             (slot, generation)
         } else {
             self.create_fresh()
@@ -546,19 +572,18 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         let s = slot as usize;
         let mut generation = FIRST_GENERATION;
         if let Some(meta) = self.meta.get(s) {
-            let m = meta.load(Relaxed) & GENERATION_MASK;
-            meta.store(m | LIVE, Relaxed);
-            generation = m as u32;
+            generation = generation_of(meta.load(Relaxed));
+            meta.store(live(slot, generation), Relaxed);
         } else {
             let pushed = self
                 .meta
-                .push_within_capacity(AtomicU64::new(u64::from(FIRST_GENERATION) | LIVE));
+                .push_within_capacity(AtomicU64::new(live(slot, FIRST_GENERATION)));
             debug_assert!(
                 pushed.is_ok() && s < self.capacity,
                 "slot {s} beyond capacity"
             );
         }
-        let pushed = self.link.push_within_capacity(self.last_sequence);
+        let pushed = self.sequence.push_within_capacity(self.last_sequence);
         debug_assert!(pushed.is_ok(), "sequence at capacity");
         (slot, generation)
     }
@@ -584,10 +609,11 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         );
         let base = self.last_sequence;
         self.meta.extend(
-            core::iter::repeat_with(|| AtomicU64::new(u64::from(FIRST_GENERATION) | LIVE))
-                .take(count),
+            (first..)
+                .take(count)
+                .map(|slot| AtomicU64::new(live(slot, FIRST_GENERATION))),
         );
-        self.link.extend((1..=count as u64).map(|k| base + k));
+        self.sequence.extend((1..=count as u64).map(|k| base + k));
         self.high += count as u32;
         self.alive += count as u32;
         self.last_sequence += count as u64;
@@ -635,13 +661,12 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         let meta = &self.meta[slot as usize];
         match next_generation(entity.generation()) {
             GenerationStep::Reuse(g) => {
-                meta.store(u64::from(g) | FREE, Relaxed);
-                self.link[slot as usize] = u64::from(self.free_head);
-                self.free_head = slot + 1;
+                meta.store(free(g), Relaxed);
+                self.free[self.free_len as usize] = slot;
                 self.free_len += 1;
             }
             GenerationStep::Retire => {
-                meta.store(u64::from(TERMINAL_GENERATION) | RETIRED, Relaxed);
+                meta.store(RETIRED, Relaxed);
                 self.retired += 1;
             }
         }
@@ -651,7 +676,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// Marks an active entity pending destruction (command recording).
     pub(crate) fn try_mark_pending(&self, entity: EntityId) -> Result<(), Rejection> {
-        let active = u64::from(entity.generation()) | LIVE;
+        let active = live(entity.slot(), entity.generation());
         let marked = self.owner == entity.owner()
             && self.meta.get(entity.slot() as usize).is_some_and(|m| {
                 m.compare_exchange(active, active | PENDING, Relaxed, Relaxed)
@@ -670,7 +695,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             return;
         }
         if let Some(m) = self.meta.get(entity.slot() as usize) {
-            let active = u64::from(entity.generation()) | LIVE;
+            let active = live(entity.slot(), entity.generation());
             let _ = m.compare_exchange(active | PENDING, active, Relaxed, Relaxed);
         }
     }
@@ -694,14 +719,13 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
         while self.meta.len() <= s {
             // Materialize the implicit free entries up to `slot` (within capacity).
-            self.meta
-                .push(AtomicU64::new(u64::from(FIRST_GENERATION) | FREE));
+            self.meta.push(AtomicU64::new(free(FIRST_GENERATION)));
         }
         let m = &self.meta[s];
-        if m.load(Relaxed) & !GENERATION_MASK != FREE {
+        if m.load(Relaxed) & LOW != FREE_LOW {
             return false;
         }
-        m.store(u64::from(generation) | FREE, Relaxed);
+        m.store(free(generation), Relaxed);
         true
     }
 }
