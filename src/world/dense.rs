@@ -43,15 +43,12 @@ pub(crate) const NO_ENTRY: Sparse = Sparse(u32::MAX);
 
 /// Marks an entry being removed by [`DenseMut::remove_compacting`]: no registry issues slot
 /// `u32::MAX` (capacity is at most `u32::MAX`) or generation 0, so it matches no key.
-const TOMBSTONE: EntityKey = EntityKey {
-    slot: u32::MAX,
-    generation: 0,
-};
+const TOMBSTONE: EntityKey = EntityKey::new(u32::MAX, 0);
 
 /// Dense index of `key` (module invariants).
 #[inline(always)]
 fn locate(keys: &[EntityKey], sparse: &[Sparse], key: EntityKey) -> Option<usize> {
-    let s = key.slot as usize;
+    let s = key.slot() as usize;
     if keys.get(s) == Some(&key) {
         return Some(s);
     }
@@ -63,11 +60,11 @@ fn locate(keys: &[EntityKey], sparse: &[Sparse], key: EntityKey) -> Option<usize
 #[inline(always)]
 fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize> {
     let s = slot as usize;
-    if keys.get(s).is_some_and(|k| k.slot == slot) {
+    if keys.get(s).is_some_and(|k| k.slot() == slot) {
         return Some(s);
     }
     let d = sparse.get(s)?.0 as usize;
-    keys.get(d).is_some_and(|k| k.slot == slot).then_some(d)
+    keys.get(d).is_some_and(|k| k.slot() == slot).then_some(d)
 }
 
 /// A pool's lookup structures, borrowed apart from its values (for gets and joins).
@@ -194,7 +191,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// previous value and whether `key` newly joined.
     #[inline(always)]
     pub(crate) fn insert(&mut self, key: EntityKey, value: T) -> (Option<T>, bool) {
-        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot) else {
+        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {
             self.append(key, value);
             return (None, true);
         };
@@ -217,13 +214,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         let i = self.len;
         // Holds whenever the precondition does (stored slots are distinct and below the
         // capacity, and `key`'s is not among them); checked because the writes rely on it.
-        assert!(
-            i < self.capacity,
-            "pool of capacity {} is full",
-            self.capacity
-        );
-        if key.slot as usize != i {
-            self.set_sparse(key.slot, i);
+        if i >= self.capacity {
+            out_of_range(i, self.capacity);
+        }
+        if key.slot() as usize != i {
+            self.set_sparse(key.slot(), i);
         }
         // SAFETY: `i < capacity`, within both allocations (struct invariant); the length
         // grows by one to cover exactly the newly initialized elements.
@@ -244,10 +239,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         let len = self.len;
         debug_assert!(len + count <= self.capacity);
         for k in 0..count {
-            let key = EntityKey {
-                slot: first + k as u32,
-                generation,
-            };
+            let key = EntityKey::new(first + k as u32, generation);
             // SAFETY: `len + k < len + count <= capacity` (caller), within the allocation.
             unsafe { self.keys.add(len + k).write(key) };
         }
@@ -263,7 +255,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     #[inline(always)]
     pub(crate) fn remove(&mut self, key: EntityKey) -> Option<T> {
         let i = self.find(key)?;
-        Some(self.remove_at(i, key.slot))
+        Some(self.remove_at(i, key.slot()))
     }
 
     /// Swap-removes dense index `i < len`, which holds `slot`'s entry: the last entry moves
@@ -271,7 +263,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     #[inline(always)]
     fn remove_at(&mut self, i: usize, slot: u32) -> T {
         let last = self.len - 1;
-        assert!(i <= last, "dense index {i} beyond {last}");
+        if i > last {
+            out_of_range(i, self.len);
+        }
         // SAFETY: 1. `i <= last < len`, so every access is in bounds and initialized;
         // 2. element `last` moves into `i` (a self-copy when `i == last`) and the length drops
         // to `last`, so the initialized prefix stays exact; 3. `T` and `EntityKey` are `Copy`.
@@ -285,8 +279,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         self.len = last;
         // Removal clears the slot's sparse entry (possibly stale from an earlier position).
         self.clear_sparse(slot);
-        if i != last && moved.slot as usize != i {
-            self.set_sparse(moved.slot, i);
+        if i != last && moved.slot() as usize != i {
+            self.set_sparse(moved.slot(), i);
         }
         value
     }
@@ -302,7 +296,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 // SAFETY: `find` returns an index below `len`. A tombstone matches no key, so
                 // a repeated key is not found again.
                 unsafe { self.keys.add(i).write(TOMBSTONE) };
-                self.clear_sparse(key.slot);
+                self.clear_sparse(key.slot());
                 removed += 1;
             }
         }
@@ -323,8 +317,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                     self.keys.add(kept).write(key);
                     self.values.add(kept).write(self.values.add(i).read());
                 }
-                if key.slot as usize != kept {
-                    self.set_sparse(key.slot, kept);
+                if key.slot() as usize != kept {
+                    self.set_sparse(key.slot(), kept);
                 }
             }
             kept += 1;
@@ -336,11 +330,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// Swaps dense positions `i` and `j` (both `< len`).
     #[inline]
     pub(crate) fn swap(&mut self, i: usize, j: usize) {
-        assert!(
-            i < self.len && j < self.len,
-            "swap {i} {j} beyond {}",
-            self.len
-        );
+        if i.max(j) >= self.len {
+            out_of_range(i.max(j), self.len);
+        }
         if i == j {
             return;
         }
@@ -351,7 +343,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         }
         for at in [i, j] {
             // SAFETY: `at < len`.
-            let slot = unsafe { self.keys.add(at).read() }.slot;
+            let slot = unsafe { self.keys.add(at).read() }.slot();
             if slot as usize != at {
                 self.set_sparse(slot, at);
             }
@@ -369,4 +361,14 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     fn clear_sparse(&mut self, slot: u32) {
         self.sparse[slot as usize] = NO_ENTRY;
     }
+}
+
+/// Panics for a dense index `i` not below `len` (a broken pool invariant). Out of line and
+/// taking values: formatting a struct field's reference would keep a [`DenseMut`] in memory
+/// instead of registers.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_range(i: usize, len: usize) -> ! {
+    panic!("dense index {i} out of range for length {len}")
 }

@@ -5,51 +5,52 @@ use super::EntityId;
 use crate::identity::OwnerToken;
 
 /// An entity handle without its owner token: what a pool stores per dense entry (the owner is
-/// the pool's).
-#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C, align(8))]
-pub struct EntityKey {
-    /// Registry slot.
-    pub slot: u32,
-    /// Generation of the incarnation.
-    pub generation: u32,
-}
+/// the pool's). One word, `slot | generation << 32` (the handle's own second word), so a key
+/// compare is a single 8-byte compare.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(transparent)]
+pub struct EntityKey(u64);
 
 impl EntityKey {
+    /// The key of `slot` at `generation`.
+    #[inline(always)]
+    pub const fn new(slot: u32, generation: u32) -> Self {
+        Self(slot as u64 | (generation as u64) << 32)
+    }
+
     /// The key of `entity` (its owner dropped).
     #[inline(always)]
     pub const fn of(entity: EntityId) -> Self {
-        Self {
-            slot: entity.slot(),
-            generation: entity.generation(),
-        }
+        Self::new(entity.slot(), entity.generation())
+    }
+
+    /// Registry slot.
+    #[inline(always)]
+    pub const fn slot(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// Generation of the incarnation.
+    #[inline(always)]
+    pub const fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
     }
 
     /// The full handle under `owner`.
     #[inline(always)]
     pub const fn entity(self, owner: OwnerToken) -> EntityId {
-        EntityId::from_raw_parts(owner, self.slot, self.generation)
-    }
-
-    /// Both fields as one word, so equality is a single 8-byte compare.
-    #[inline(always)]
-    fn bits(self) -> u64 {
-        bytemuck::cast(self)
+        EntityId::from_raw_parts(owner, self.slot(), self.generation())
     }
 }
 
-impl PartialEq for EntityKey {
-    #[inline(always)]
-    fn eq(&self, other: &Self) -> bool {
-        self.bits() == other.bits()
-    }
-}
-
-impl Eq for EntityKey {}
-
-impl core::hash::Hash for EntityKey {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        self.bits().hash(state);
+impl core::fmt::Debug for EntityKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Key{{Slot={}, Generation={}}}",
+            self.slot(),
+            self.generation()
+        )
     }
 }
 

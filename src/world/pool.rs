@@ -342,7 +342,8 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// [`insert_batch`](Self::insert_batch) after the caller checked it (lengths equal, phase,
     /// every entity alive, budget); returns the number that newly joined.
     #[doc(hidden)]
-    #[inline]
+    // Out of line: its loop gets the registers to itself.
+    #[inline(never)]
     pub fn insert_batch_validated(&mut self, entities: &[EntityId], values: &[T]) -> usize {
         debug_assert_eq!(entities.len(), values.len());
         let mut dense = self.dense_mut();
@@ -357,7 +358,8 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// [`remove_batch`](Self::remove_batch) after the caller checked it; returns the number
     /// removed.
     #[doc(hidden)]
-    #[inline]
+    // Out of line: its loop gets the registers to itself.
+    #[inline(never)]
     pub fn remove_batch_validated(&mut self, entities: &[EntityId]) -> usize {
         let owner = self.owner;
         let len = self.len();
