@@ -49,8 +49,15 @@ pub trait Stores<T: Pod> {
     fn pack_joined(&mut self, entity: EntityId);
 }
 
-/// A tuple of distinct component types spawned together by a world's `spawn`.
-pub trait Bundle<W> {
+mod sealed {
+    /// Implemented for component tuples only: `spawn_batch` relies on the tuple impls keeping
+    /// the cursor and publish contracts.
+    pub trait Sealed {}
+}
+
+/// A tuple of distinct component types spawned together by a world's `spawn` (implemented for
+/// tuples of 1 to 8 components; sealed).
+pub trait Bundle<W>: sealed::Sealed {
     /// Number of components.
     const LEN: u64;
     /// Whether any component's pool belongs to an owned group (constant-folded).
@@ -86,6 +93,8 @@ pub trait Bundle<W> {
 
 macro_rules! tuple_bundle {
     ($len:literal; $($t:ident $i:tt),+) => {
+        impl<$($t: Pod),+> sealed::Sealed for ($($t,)+) {}
+
         impl<W: $(Stores<$t> +)+, $($t: Pod),+> Bundle<W> for ($($t,)+) {
             const LEN: u64 = $len;
             #[inline(always)]
