@@ -53,6 +53,20 @@ fn spawn_one(g: &mut Game) -> EntityId {
 
 #[library_benchmark]
 #[bench::n1000(setup = game)]
+fn spawn_batch(mut g: Game) -> usize {
+    let bundles = (0..N).map(|i| {
+        (
+            Transform([i as f32; 16]),
+            Position([0.0; 3]),
+            Rotation([0.0; 3]),
+            Velocity([1.0; 3]),
+        )
+    });
+    black_box(g.spawn_batch(bundles).unwrap())
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = game)]
 fn spawn(mut g: Game) -> usize {
     for _ in 0..N {
         black_box(spawn_one(&mut g));
@@ -136,6 +150,31 @@ fn remove((mut reg, mut pool, ids): Setup) -> usize {
 }
 
 #[library_benchmark]
+#[bench::n1000(setup = created)]
+fn insert_batch((mut reg, mut pool, ids): Setup) -> usize {
+    let values = vec![[1.0; 3]; N];
+    black_box(
+        pool.insert_batch(&mut reg, black_box(&ids), &values)
+            .unwrap(),
+    )
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = filled)]
+fn remove_batch((mut reg, mut pool, ids): Setup) -> usize {
+    black_box(pool.remove_batch(&mut reg, black_box(&ids)).unwrap())
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = filled)]
+fn remove_batch_chunks((mut reg, mut pool, ids): Setup) -> usize {
+    // Ten batches of 100: swap removal while a batch is under half the pool, then compaction.
+    ids.chunks(100)
+        .map(|chunk| pool.remove_batch(&mut reg, black_box(chunk)).unwrap())
+        .sum()
+}
+
+#[library_benchmark]
 #[bench::n1000(setup = filled)]
 fn get((_reg, pool, ids): Setup) -> f32 {
     ids.iter()
@@ -154,7 +193,8 @@ fn iterate((_reg, mut pool, _ids): Setup) -> f32 {
 
 library_benchmark_group!(
     name = world;
-    benchmarks = create, release, is_alive, insert, remove, get, iterate, spawn, destroy
+    benchmarks = create, release, is_alive, insert, remove, insert_batch, remove_batch,
+        remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy
 );
 
 main!(library_benchmark_groups = world);

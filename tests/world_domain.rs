@@ -42,6 +42,21 @@ fn domain_counters_prove_zero_allocations_after_init() {
     let mut ids = Vec::with_capacity(N); // test bookkeeping on the global allocator
     for round in 0..3u32 {
         ids.clear();
+        // Batches: spawn_batch (fresh slots in bulk in round 0, reused ones later), insert_batch and
+        // remove_batch (swap removal and compaction) allocate nothing either.
+        let spawned = game
+            .spawn_batch((0..N / 4).map(|i| (Position([i as f32; 3]), Health(round))))
+            .unwrap();
+        let batch: Vec<EntityId> = game.position.owners().iter().collect();
+        assert_eq!(batch.len(), spawned);
+        let velocities = vec![Velocity([2.0; 3]); batch.len()];
+        game.insert_batch(&batch, &velocities).unwrap();
+        game.remove_batch::<Health>(&batch[..4]).unwrap();
+        game.remove_batch::<Health>(&batch).unwrap();
+        for e in batch {
+            game.destroy(e).unwrap();
+        }
+
         while game.registry.available() > 8 {
             let e = if ids.len() % 2 == 0 {
                 game.spawn((Position([1.0; 3]), Velocity([1.0; 3])))
@@ -80,6 +95,7 @@ fn domain_counters_prove_zero_allocations_after_init() {
             pool.remove(&mut registry, e).unwrap();
             registry.try_release(e).unwrap();
         }
+        pool.insert_batch(&mut registry, &[], &[]).unwrap();
         assert_eq!(game.registry.len(), 0);
     }
     let after_work = domain.usage();
