@@ -211,3 +211,14 @@ fn token_exhaustion_is_an_init_error() {
         InitError::IdentityExhausted
     );
 }
+
+/// The hidden release used by `world!` re-checks liveness: a second release of one
+/// incarnation would put its slot on the free stack twice and let two creates alias.
+#[test]
+#[should_panic(expected = "not alive")]
+fn hidden_release_of_a_dead_entity_panics() {
+    let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
+    let e = reg.try_create().unwrap();
+    reg.try_release(e).unwrap();
+    reg.release_charged(e, 0);
+}

@@ -236,8 +236,8 @@ macro_rules! world {
                 let mut spawned = 0;
                 for bundle in bundles.by_ref().take(reuse) {
                     let registry = $crate::world::ReadOnly::__get_mut(&mut self.registry);
-                    let entity = registry.create_unbudgeted();
-                    registry.advance_revision(B::LEN);
+                    // Cannot fail: the whole batch's budget was checked above.
+                    let entity = registry.try_create_charged(B::LEN)?;
                     bundle.insert_validated(self, entity);
                     spawned += 1;
                 }

@@ -539,9 +539,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     }
 
     /// Creates one entity; the caller checked [`check_create_budget`](Self::check_create_budget).
-    #[doc(hidden)]
     #[inline(always)]
-    pub fn create_unbudgeted(&mut self) -> EntityId {
+    fn create_unbudgeted(&mut self) -> EntityId {
         self.last_sequence += 1;
         self.alive += 1;
         self.revision += 1;
@@ -646,9 +645,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// Releases an entity the caller validated as alive (phase, liveness and revision budget
     /// checked).
-    #[doc(hidden)]
     #[inline]
-    pub fn release_validated(&mut self, entity: EntityId) {
+    fn release_validated(&mut self, entity: EntityId) {
         self.release_charged(entity, 0);
     }
 
@@ -657,6 +655,12 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[doc(hidden)]
     #[inline(always)]
     pub fn release_charged(&mut self, entity: EntityId, extra: u64) {
+        if !self.is_alive(entity) {
+            // A release of a dead entity would put its slot on the free stack twice and let
+            // two creates share one incarnation: refuse loudly (out of line, never taken by
+            // the callers, which checked).
+            not_alive(entity);
+        }
         let slot = entity.slot();
         let meta = &self.meta[slot as usize];
         match next_generation(entity.generation()) {
@@ -743,4 +747,12 @@ impl<A: Allocator + Clone> core::fmt::Debug for EntityRegistry<A> {
             .field("structural", &self.is_structural_phase())
             .finish()
     }
+}
+
+/// Panics for a release of an entity that is not alive (a caller skipped its check).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_alive(entity: EntityId) -> ! {
+    panic!("release of {entity:?}, which is not alive")
 }
