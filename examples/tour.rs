@@ -125,20 +125,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     println!("\n== 4. a world with systems, a command buffer and a commit");
-    timed(
-        "spawn 1000 movers",
-        || -> Result<(), ludus::world::WorldError> {
-            for i in 0..1000 {
-                let f = i as f32;
-                game.spawn((
-                    Position { x: f, y: 0.0 },
-                    Velocity { x: 1.0, y: 0.25 },
-                    Health(i % 7),
-                ))?;
-            }
-            Ok(())
-        },
-    )?;
+    timed("spawn_batch 1000 movers: one budget check", || {
+        game.spawn_batch((0..1000).map(|i| {
+            (
+                Position {
+                    x: i as f32,
+                    y: 0.0,
+                },
+                Velocity { x: 1.0, y: 0.25 },
+                Health(i % 7),
+            )
+        }))
+    })?;
     game.end_structural();
     let mut cmd = CommandBuffer::try_with_capacity(2048, 64 * 1024)?;
     timed("movement system: owned-group zip, 60 ticks", || {
@@ -187,6 +185,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("  live entities with Position: {}", game.position.len());
+    let far: Vec<EntityId> = game
+        .position
+        .iter()
+        .filter(|(_, p)| p.x > 900.0)
+        .map(|(e, _)| e)
+        .collect();
+    let stopped = timed("remove_batch: stop the far movers, all or nothing", || {
+        game.remove_batch::<Velocity>(&far)
+    })?;
+    println!(
+        "  stopped {stopped} movers; the moving group now holds {}",
+        game.moving().0.len()
+    );
 
     println!("\n== 5. scratch memory: a fixed arena over caller bytes, scopes rewind on exit");
     let mut bytes = vec![0u8; 64 * 1024];
