@@ -14,8 +14,9 @@ use crate::identity::OwnerToken;
 /// Dense storage of one component type `T` for the entities of one registry.
 ///
 /// Sized to the registry's capacity at init; insert and remove allocate nothing. Dense order is
-/// insertion order, changed only by swap removal (the last element moves into the hole) and by
-/// owned groups (which swap members to the front).
+/// insertion order, changed only by swap removal (the last element moves into the hole), by
+/// large removal batches (which compact, keeping the survivors' order) and by owned groups
+/// (which swap members to the front).
 ///
 /// # Examples
 /// ```
