@@ -158,10 +158,23 @@ fn run(ops: Vec<Op>) {
     }
 }
 
+fn config() -> ProptestConfig {
+    let mut config = ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 512 },
+        ..ProptestConfig::default()
+    };
+    if cfg!(miri) {
+        config.failure_persistence = None; // Miri's isolation forbids the file system
+    }
+    config
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 512 }))]
+    #![proptest_config(config())]
     #[test]
-    fn pool_matches_model_with_stale_entries(ops in proptest::collection::vec(op(), 1..80)) {
+    fn pool_matches_model_with_stale_entries(
+        ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 80 })
+    ) {
         run(ops);
     }
 }
