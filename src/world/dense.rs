@@ -41,9 +41,15 @@ pub(crate) struct Sparse(u32);
 /// most `u32::MAX`), so a probe with it loads no key.
 pub(crate) const NO_ENTRY: Sparse = Sparse(u32::MAX);
 
-/// Marks an entry being removed by [`DenseMut::remove_compacting`]: no registry issues slot
-/// `u32::MAX` (capacity is at most `u32::MAX`) or generation 0, so it matches no key.
-const TOMBSTONE: EntityKey = EntityKey::new(u32::MAX, 0);
+/// The generation of an entry marked by [`DenseMut::remove_compacting`]: no registry issues
+/// generation 0, so a mark matches no key, and it keeps its slot for an undo.
+const MARK_GENERATION: u32 = 0;
+
+/// The mark of `slot`'s entry.
+#[inline(always)]
+const fn marked(slot: u32) -> EntityKey {
+    EntityKey::new(slot, MARK_GENERATION)
+}
 
 /// Dense index of `key` (module invariants).
 #[inline(always)]
@@ -229,6 +235,41 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         self.len = i + 1;
     }
 
+    /// Gives each of `entities` the value at the same index of `values` (the last of a
+    /// repeated entity wins) and returns how many newly joined. `alive` is checked for each
+    /// entity in the first pass, which only appends entities without an entry; a failure
+    /// truncates those appends away (the sparse entries they wrote are stale, which lookups
+    /// tolerate) and returns the entity: all or nothing. Replacements (and in-place reuse of a
+    /// former incarnation's entry) wait for a second pass, run only when there are any.
+    pub(crate) fn insert_all(
+        &mut self,
+        entities: &[EntityId],
+        values: &[T],
+        alive: impl Fn(EntityId) -> bool,
+    ) -> Result<usize, EntityId> {
+        let start = self.len;
+        let mut later = false;
+        for (&entity, &value) in entities.iter().zip(values) {
+            if !alive(entity) {
+                self.len = start;
+                return Err(entity);
+            }
+            let key = EntityKey::of(entity);
+            if locate_slot(self.keys(), self.sparse, key.slot()).is_some() {
+                later = true;
+            } else {
+                self.append(key, value);
+            }
+        }
+        let mut joined = self.len - start;
+        if later {
+            for (&entity, &value) in entities.iter().zip(values) {
+                joined += usize::from(self.insert(EntityKey::of(entity), value).1);
+            }
+        }
+        Ok(joined)
+    }
+
     /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
     /// values the caller already wrote at `len..len + count`.
     ///
@@ -285,30 +326,44 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         value
     }
 
-    /// Removes the entries of every key of `batch` (duplicates and absent keys are skipped) by
-    /// marking them and then compacting the survivors in one pass, which keeps their relative
-    /// order; returns the number removed. Cheaper than swap removals when the batch is a large
-    /// part of the pool: no entry is moved twice and the scan is sequential.
-    pub(crate) fn remove_compacting(&mut self, batch: impl Iterator<Item = EntityKey>) -> usize {
+    /// Removes the entry of every entity of `batch` (duplicates and entities without one are
+    /// skipped) by marking them and then compacting the survivors in one pass, which keeps
+    /// their relative order; returns the number removed. Cheaper than swap removals when the
+    /// batch is a large part of the pool: no entry is moved twice and the scan is sequential.
+    ///
+    /// `alive` is checked for each entity as it is marked; the first that fails unmarks
+    /// everything (an entry only gets marked for an alive entity, so its generation is
+    /// `generation_of` its slot) and is returned: all or nothing, with one pass over `batch`.
+    pub(crate) fn remove_compacting(
+        &mut self,
+        batch: &[EntityId],
+        alive: impl Fn(EntityId) -> bool,
+        generation_of: impl Fn(u32) -> u32,
+    ) -> Result<usize, EntityId> {
         let mut removed = 0;
-        for key in batch {
+        for &entity in batch {
+            if !alive(entity) {
+                self.unmark(generation_of);
+                return Err(entity);
+            }
+            let key = EntityKey::of(entity);
             if let Some(i) = self.find(key) {
-                // SAFETY: `find` returns an index below `len`. A tombstone matches no key, so
-                // a repeated key is not found again.
-                unsafe { self.keys.add(i).write(TOMBSTONE) };
+                // SAFETY: `find` returns an index below `len`. A mark matches no key a
+                // registry issues (generation 0), so a repeated entity is not found again.
+                unsafe { self.keys.add(i).write(marked(key.slot())) };
                 self.clear_sparse(key.slot());
                 removed += 1;
             }
         }
         if removed == 0 {
-            return 0;
+            return Ok(0);
         }
         let mut kept = 0;
         for i in 0..self.len {
             // SAFETY: `kept <= i < len`: reads and writes stay within the initialized prefix,
-            // and `kept` only moves entries down over tombstones or onto themselves.
+            // and `kept` only moves entries down over marks or onto themselves.
             let key = unsafe { self.keys.add(i).read() };
-            if key == TOMBSTONE {
+            if key.generation() == MARK_GENERATION {
                 continue;
             }
             if kept != i {
@@ -324,7 +379,28 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             kept += 1;
         }
         self.len = kept;
-        removed
+        Ok(removed)
+    }
+
+    /// Restores every marked entry with its slot's current generation and sparse entry.
+    #[cold]
+    fn unmark(&mut self, generation_of: impl Fn(u32) -> u32) {
+        for i in 0..self.len {
+            // SAFETY: `i < len`, initialized.
+            let key = unsafe { self.keys.add(i).read() };
+            if key.generation() == MARK_GENERATION {
+                let slot = key.slot();
+                // SAFETY: as above.
+                unsafe {
+                    self.keys
+                        .add(i)
+                        .write(EntityKey::new(slot, generation_of(slot)))
+                };
+                if slot as usize != i {
+                    self.set_sparse(slot, i);
+                }
+            }
+        }
     }
 
     /// Swaps dense positions `i` and `j` (both `< len`).

@@ -489,8 +489,8 @@ macro_rules! world {
                             values: values.len(),
                         });
                     }
-                    self.registry.check_member_changes(entities)?;
                     let joined = if Self::__grouped::<$ty>() {
+                        self.registry.check_member_changes(entities)?;
                         let mut joined = 0;
                         for (&entity, &value) in entities.iter().zip(values) {
                             if self.$field.insert_validated(entity, value).1 {
@@ -500,7 +500,9 @@ macro_rules! world {
                         }
                         joined
                     } else {
-                        self.$field.insert_batch_validated(entities, values)
+                        self.registry.check_phase()?;
+                        self.registry.check_revisions(entities.len() as u64)?;
+                        self.$field.insert_batch_checked(&self.registry, entities, values)?
                     };
                     $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(joined as u64);
                     ::core::result::Result::Ok(joined)
@@ -509,8 +511,8 @@ macro_rules! world {
                     &mut self,
                     entities: &[$crate::EntityId],
                 ) -> ::core::result::Result<usize, $crate::world::WorldError> {
-                    self.registry.check_member_changes(entities)?;
                     let removed = if Self::__grouped::<$ty>() {
+                        self.registry.check_member_changes(entities)?;
                         let mut removed = 0;
                         for &entity in entities {
                             self.__unpack::<$ty>(entity);
@@ -518,7 +520,9 @@ macro_rules! world {
                         }
                         removed
                     } else {
-                        self.$field.remove_batch_validated(entities)
+                        self.registry.check_phase()?;
+                        self.registry.check_revisions(entities.len() as u64)?;
+                        self.$field.remove_batch_checked(&self.registry, entities)?
                     };
                     $crate::world::ReadOnly::__get_mut(&mut self.registry).advance_revision(removed as u64);
                     ::core::result::Result::Ok(removed)

@@ -296,7 +296,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         values: &[T],
     ) -> Result<usize, WorldError> {
         self.check_batch(registry, entities, values.len())?;
-        let joined = self.insert_batch_validated(entities, values);
+        let joined = self.insert_batch_checked(registry, entities, values)?;
         registry.advance_revision(joined as u64);
         Ok(joined)
     }
@@ -315,8 +315,12 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         registry: &mut EntityRegistry<B>,
         entities: &[EntityId],
     ) -> Result<usize, WorldError> {
-        self.check_batch(registry, entities, entities.len())?;
-        let removed = self.remove_batch_validated(entities);
+        registry.check_phase()?;
+        if registry.owner() != self.owner {
+            return Err(WorldError::ForeignPool);
+        }
+        registry.check_revisions(entities.len() as u64)?;
+        let removed = self.remove_batch_checked(registry, entities)?;
         registry.advance_revision(removed as u64);
         Ok(removed)
     }
@@ -337,50 +341,67 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         if registry.owner() != self.owner {
             return Err(WorldError::ForeignPool);
         }
-        registry.check_member_changes(entities)
+        registry.check_revisions(entities.len() as u64)
     }
 
-    /// [`insert_batch`](Self::insert_batch) after the caller checked it (lengths equal, phase,
-    /// every entity alive, budget); returns the number that newly joined.
+    /// [`insert_batch`](Self::insert_batch) after the caller checked the lengths, the phase,
+    /// the revision budget and that this pool belongs to `registry`; checks that every entity
+    /// is alive in the same pass as the appends and returns the number that newly joined.
+    ///
+    /// # Errors
+    /// [`WorldError::Rejected`] for the first entity not alive; nothing changes.
     #[doc(hidden)]
-    // Out of line: its loop gets the registers to itself.
+    // Out of line: its loops get the registers to themselves.
     #[inline(never)]
-    pub fn insert_batch_validated(&mut self, entities: &[EntityId], values: &[T]) -> usize {
+    pub fn insert_batch_checked<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        entities: &[EntityId],
+        values: &[T],
+    ) -> Result<usize, WorldError> {
+        debug_assert_eq!(registry.owner(), self.owner);
         debug_assert_eq!(entities.len(), values.len());
         let mut dense = self.dense_mut();
-        let mut joined = 0;
-        for (&entity, &value) in entities.iter().zip(values) {
-            joined += usize::from(dense.insert(EntityKey::of(entity), value).1);
-        }
+        let joined = dense.insert_all(entities, values, |e| registry.is_alive(e));
         dense.finish();
-        joined
+        joined.map_err(|dead| registry.check_alive(dead).unwrap_err())
     }
 
-    /// [`remove_batch`](Self::remove_batch) after the caller checked it; returns the number
-    /// removed.
+    /// [`remove_batch`](Self::remove_batch) after the caller checked the phase, the revision
+    /// budget and that this pool belongs to `registry`; checks that every entity is alive
+    /// (fused into the marking pass of a large batch) and returns the number removed.
+    ///
+    /// # Errors
+    /// [`WorldError::Rejected`] for the first entity not alive; nothing changes.
     #[doc(hidden)]
-    // Out of line: its loop gets the registers to itself.
+    // Out of line: its loops get the registers to themselves.
     #[inline(never)]
-    pub fn remove_batch_validated(&mut self, entities: &[EntityId]) -> usize {
-        let owner = self.owner;
-        let len = self.len();
+    pub fn remove_batch_checked<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        entities: &[EntityId],
+    ) -> Result<usize, WorldError> {
+        debug_assert_eq!(registry.owner(), self.owner);
+        if entities.len() >= self.len() / 2 {
+            // A large batch: mark (checking liveness on the way), then compact the survivors
+            // in one pass (their relative order is kept).
+            let mut dense = self.dense_mut();
+            let removed = dense.remove_compacting(
+                entities,
+                |e| registry.is_alive(e),
+                |slot| registry.generation_at(slot),
+            );
+            dense.finish();
+            return removed.map_err(|dead| registry.check_alive(dead).unwrap_err());
+        }
+        registry.check_member_changes(entities)?;
         let mut dense = self.dense_mut();
-        let removed = if entities.len() >= len / 2 {
-            // A large batch: mark, then compact the survivors in one pass (their relative
-            // order is kept).
-            let keys = entities.iter().filter(|e| e.owner() == owner);
-            dense.remove_compacting(keys.map(|&e| EntityKey::of(e)))
-        } else {
-            let mut removed = 0;
-            for &entity in entities {
-                if entity.owner() == owner {
-                    removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
-                }
-            }
-            removed
-        };
+        let mut removed = 0;
+        for &entity in entities {
+            removed += usize::from(dense.remove(EntityKey::of(entity)).is_some());
+        }
         dense.finish();
-        removed
+        Ok(removed)
     }
 
     /// Removes `entity`'s value by swap removal: the last dense element moves into the hole.

@@ -314,6 +314,12 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             .then(|| self.sequence[entity.slot() as usize])
     }
 
+    /// The current generation of a created slot (`slot < high`).
+    #[inline]
+    pub(crate) fn generation_at(&self, slot: u32) -> u32 {
+        generation_of(self.meta[slot as usize].load(Relaxed))
+    }
+
     /// Why `entity` is not active, or `Ok(())` when it is. Cold path for diagnostics.
     ///
     /// # Errors
