@@ -310,8 +310,8 @@ macro_rules! world {
             }
 
             /// Gives each of `entities` the value at the same index of `values`, all or nothing
-            /// (one phase, liveness and budget preflight for the batch); returns how many newly
-            /// joined the pool.
+            /// (phase and budget checked once, liveness in the same pass as the appends and
+            /// undone on a dead entity); returns how many newly joined the pool.
             ///
             /// # Errors
             /// As [`ComponentPool::insert_batch`]($crate::world::ComponentPool::insert_batch).
