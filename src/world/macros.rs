@@ -201,10 +201,13 @@ macro_rules! world {
                 ::core::result::Result::Ok(entity)
             }
 
-            /// Spawns one entity per bundle of `bundles`, all or nothing: phase, capacity,
-            /// sequence and revision budgets are checked once for the iterator's exact length.
-            /// Returns the number spawned (their handles are the last entries of each pool's
-            /// `owners()`).
+            /// Spawns one entity per bundle of `bundles`: phase, capacity, sequence and revision
+            /// budgets are checked once for the iterator's reported length (an iterator that
+            /// yields fewer spawns fewer). The entities take the slots that as many `create`s
+            /// would (released slots first, LIFO, then fresh ones in increasing order); returns
+            /// the number spawned. Their handles are in each pool's `owners()` (the last entries
+            /// of an ungrouped pool). If the iterator panics, the bundles already placed in
+            /// released slots stay spawned and none of the fresh-slot part is published.
             ///
             /// # Errors
             /// As [`spawn`](Self::spawn), for the whole batch; nothing changes.
