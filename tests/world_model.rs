@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
 use ludus::identity::TERMINAL_GENERATION;
-use ludus::world::{CommandBuffer, CommandError, Provisional, Rejection, WorldError};
+use ludus::world::{CommandBuffer, CommandError, Provisional, Rejection, Stores, WorldError};
 use ludus::EntityId;
 use proptest::prelude::*;
 
@@ -131,6 +131,54 @@ fn check_error(got: WorldError, m: &Model) {
         assert_eq!(got, WorldError::InvalidPhase);
     } else {
         assert!(matches!(got, WorldError::Rejected(_)), "{got:?}");
+    }
+}
+
+/// `insert_batch` of `values` against the model: all or nothing, the newly joined count.
+fn insert_batch<T: Pod + PartialEq + std::fmt::Debug>(
+    w: &mut World,
+    m: &mut Model,
+    es: &[EntityId],
+    values: &[T],
+    field: fn(&mut Row) -> &mut Option<T>,
+) where
+    World: Stores<T>,
+{
+    let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+    match (w.insert_batch(es, values), ok) {
+        (Ok(joined), true) => {
+            let mut want = 0;
+            for (e, v) in es.iter().zip(values) {
+                let row = m.alive.get_mut(e).unwrap();
+                want += usize::from(field(row).replace(*v).is_none());
+            }
+            assert_eq!(joined, want);
+        }
+        (Err(got), false) => check_error(got, m),
+        (got, want) => panic!("insert_batch {es:?}: {got:?} vs {want:?}"),
+    }
+}
+
+/// `remove_batch::<T>` against the model: all or nothing, the removed count.
+fn remove_batch<T: Pod + std::fmt::Debug>(
+    w: &mut World,
+    m: &mut Model,
+    es: &[EntityId],
+    field: fn(&mut Row) -> &mut Option<T>,
+) where
+    World: Stores<T>,
+{
+    let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
+    match (w.remove_batch::<T>(es), ok) {
+        (Ok(removed), true) => {
+            let want = es
+                .iter()
+                .filter(|e| field(m.alive.get_mut(e).unwrap()).take().is_some())
+                .count();
+            assert_eq!(removed, want);
+        }
+        (Err(got), false) => check_error(got, m),
+        (got, want) => panic!("remove_batch {es:?}: {got:?} vs {want:?}"),
     }
 }
 
@@ -427,19 +475,7 @@ fn run(ops: Vec<Op>) {
             Op::InsertBatchB(picks, v) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
                 let values: Vec<B> = (0..es.len() as u64).map(|k| B(v.wrapping_add(k))).collect();
-                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
-                match (w.insert_batch(&es, &values), ok) {
-                    (Ok(joined), true) => {
-                        let mut want = 0;
-                        for (e, b) in es.iter().zip(&values) {
-                            let row = m.alive.get_mut(e).unwrap();
-                            want += usize::from(row.b.replace(*b).is_none());
-                        }
-                        assert_eq!(joined, want);
-                    }
-                    (Err(got), false) => check_error(got, &m),
-                    (got, want) => panic!("insert_batch {es:?}: {got:?} vs {want:?}"),
-                }
+                insert_batch(&mut w, &mut m, &es, &values, |row| &mut row.b);
                 // A length mismatch is refused first, changing nothing.
                 let short = &values[..values.len().saturating_sub(1)];
                 let want = if !es.is_empty() {
@@ -456,50 +492,16 @@ fn run(ops: Vec<Op>) {
             }
             Op::RemoveBatchA(picks) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
-                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
-                match (w.remove_batch::<A>(&es), ok) {
-                    (Ok(removed), true) => {
-                        let want = es
-                            .iter()
-                            .filter(|e| m.alive.get_mut(e).unwrap().a.take().is_some())
-                            .count();
-                        assert_eq!(removed, want);
-                    }
-                    (Err(got), false) => check_error(got, &m),
-                    (got, want) => panic!("remove_batch {es:?}: {got:?} vs {want:?}"),
-                }
+                remove_batch::<A>(&mut w, &mut m, &es, |row| &mut row.a);
             }
             Op::InsertBatchC(picks, v) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
                 let values: Vec<C> = (0..es.len() as u16).map(|k| C(v.wrapping_add(k))).collect();
-                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
-                match (w.insert_batch(&es, &values), ok) {
-                    (Ok(joined), true) => {
-                        let mut want = 0;
-                        for (e, c) in es.iter().zip(&values) {
-                            let row = m.alive.get_mut(e).unwrap();
-                            want += usize::from(row.c.replace(*c).is_none());
-                        }
-                        assert_eq!(joined, want);
-                    }
-                    (Err(got), false) => check_error(got, &m),
-                    (got, want) => panic!("insert_batch C {es:?}: {got:?} vs {want:?}"),
-                }
+                insert_batch(&mut w, &mut m, &es, &values, |row| &mut row.c);
             }
             Op::RemoveBatchC(picks) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
-                let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
-                match (w.remove_batch::<C>(&es), ok) {
-                    (Ok(removed), true) => {
-                        let want = es
-                            .iter()
-                            .filter(|e| m.alive.get_mut(e).unwrap().c.take().is_some())
-                            .count();
-                        assert_eq!(removed, want);
-                    }
-                    (Err(got), false) => check_error(got, &m),
-                    (got, want) => panic!("remove_batch C {es:?}: {got:?} vs {want:?}"),
-                }
+                remove_batch::<C>(&mut w, &mut m, &es, |row| &mut row.c);
             }
             Op::Phase(open) => {
                 if open {

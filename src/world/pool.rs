@@ -394,7 +394,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             dense.finish();
             return removed.map_err(|dead| registry.check_alive(dead).unwrap_err());
         }
-        registry.check_member_changes(entities)?;
+        // The caller checked phase and budget; a small batch checks liveness first, since swap
+        // removals cannot be undone.
+        registry.check_all_alive(entities)?;
         let mut dense = self.dense_mut();
         let mut removed = 0;
         for &entity in entities {

@@ -83,6 +83,8 @@ impl<'p, T: Pod> Column for ColumnRef<'p, T> {
     fn holds(&self, i: usize, entity: EntityId) -> bool {
         self.index.holds(i, entity)
     }
+    /// # Safety
+    /// As [`Column::fetch`].
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p T {
         &self.values[i]
@@ -129,6 +131,8 @@ impl<'p, T: Pod> Column for ColumnMut<'p, T> {
     fn holds(&self, i: usize, entity: EntityId) -> bool {
         self.index.holds(i, entity)
     }
+    /// # Safety
+    /// As [`Column::fetch`].
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
         debug_assert!(

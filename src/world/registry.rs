@@ -426,11 +426,19 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// alive, then [`WorldError::RevisionExhausted`].
     pub fn check_member_changes(&self, entities: &[EntityId]) -> Result<(), WorldError> {
         self.check_phase()?;
-        if !entities.iter().all(|&e| self.is_alive(e)) {
-            let dead = entities.iter().find(|&&e| !self.is_alive(e));
-            return Err(dead.map_or(WorldError::RevisionExhausted, |&e| self.rejected(e)));
-        }
+        self.check_all_alive(entities)?;
         self.check_revisions(entities.len() as u64)
+    }
+
+    /// `Ok` when every one of `entities` is alive.
+    ///
+    /// # Errors
+    /// [`WorldError::Rejected`] for the first that is not.
+    pub(crate) fn check_all_alive(&self, entities: &[EntityId]) -> Result<(), WorldError> {
+        match entities.iter().find(|&&e| !self.is_alive(e)) {
+            Some(&dead) => Err(self.rejected(dead)),
+            None => Ok(()),
+        }
     }
 
     #[cold]
