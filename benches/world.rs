@@ -3,6 +3,7 @@
 //! Group = workload, function id = contender (`ludus*` ours, `raw` the plain-Vec limit).
 //! `cargo bench --bench world -- --warm-up-time 1 --measurement-time 2` while developing.
 
+use ludus::world::WorldOps;
 use std::hint::black_box;
 
 use bytemuck::{Pod, Zeroable};

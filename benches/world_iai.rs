@@ -1,6 +1,7 @@
 //! iai-callgrind instruction counts of the world's hot operations.
 #![allow(missing_docs)] // iai-callgrind generates undocumented modules
 
+use ludus::world::WorldOps;
 use std::hint::black_box;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};

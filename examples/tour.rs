@@ -4,6 +4,7 @@
 //! world with systems and a command-buffer commit, printing what happens and how long it took.
 //! The timings are illustrations; the measured claims live in `perf-results/`.
 
+use ludus::world::WorldOps;
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
@@ -34,7 +35,7 @@ struct Health(i32);
 
 ludus::world! {
     /// The tour's world: three pools and one owned group.
-    pub struct Game {
+    struct Game {
         /// Where each entity is.
         pub position: Position,
         /// How it moves per tick.

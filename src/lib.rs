@@ -26,3 +26,9 @@ pub use world::{join, CommandBuffer, ComponentPool, EntityId, EntityRegistry, Wo
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The names most programs need: `use ludus::prelude::*;` brings the world operations
+/// ([`WorldOps`](world::WorldOps)) into scope, with handles, joins and commands.
+pub mod prelude {
+    pub use crate::world::{join, CommandBuffer, EntityId, Stores, WorldError, WorldOps};
+}

@@ -3,6 +3,7 @@
 
 use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 use core::ptr::NonNull;
+use ludus::world::WorldOps;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 use ludus::memory::AllocationDomain;
+use ludus::world::WorldOps;
 use ludus::world::{CommandBuffer, ComponentPool, EntityRegistry};
 use ludus::EntityId;
 

@@ -1,6 +1,7 @@
 //! Property test: registry + pools + an owned group against a `HashMap` model over random
 //! operation sequences, with live, stale and foreign handles.
 
+use ludus::world::WorldOps;
 use std::collections::{HashMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
@@ -186,8 +187,7 @@ fn run(ops: Vec<Op>) {
     let mut w = World::try_new(CAPACITY).unwrap();
     let mut foreign = World::try_new(CAPACITY).unwrap();
     // Slot 1 starts two steps before the terminal generation, so retirement happens.
-    let registry = ludus::world::ReadOnly::__get_mut(&mut w.registry);
-    assert!(registry.test_hook_set_free_generation(1, TERMINAL_GENERATION - 1));
+    assert!(w.test_hook_advance_free_generation(1, TERMINAL_GENERATION - 1));
     let f = foreign.create().unwrap();
     foreign.insert(f, A(1)).unwrap();
     foreign.insert(f, B(1)).unwrap();
@@ -209,7 +209,7 @@ fn run(ops: Vec<Op>) {
                 if !m.structural {
                     assert_eq!(got, Err(WorldError::InvalidPhase));
                 } else if m.alive.len() + m.retired == CAPACITY {
-                    assert_eq!(got, Err(WorldError::CapacityExhausted));
+                    assert!(matches!(got, Err(WorldError::CapacityExhausted { .. })));
                 } else {
                     let e = got.unwrap();
                     assert!(!handles.contains(&e), "fresh handle {e:?}");
@@ -222,7 +222,7 @@ fn run(ops: Vec<Op>) {
                 if !m.structural {
                     assert_eq!(got, Err(WorldError::InvalidPhase));
                 } else if m.alive.len() + m.retired == CAPACITY {
-                    assert_eq!(got, Err(WorldError::CapacityExhausted));
+                    assert!(matches!(got, Err(WorldError::CapacityExhausted { .. })));
                 } else {
                     let e = got.unwrap();
                     assert!(!handles.contains(&e), "fresh handle {e:?}");
@@ -318,10 +318,16 @@ fn run(ops: Vec<Op>) {
                                 bytes += 4;
                                 recorded.push(Recorded::InsertAOnCreated(p, v));
                             }
-                            Err(e) => assert_eq!((e, room), (CommandError::BufferFull, false)),
+                            Err(e) => assert!(
+                                matches!(e, CommandError::BufferFull { .. }) && !room,
+                                "{e:?}"
+                            ),
                         }
                     }
-                    Err(e) => assert_eq!((e, room), (CommandError::BufferFull, false)),
+                    Err(e) => assert!(
+                        matches!(e, CommandError::BufferFull { .. }) && !room,
+                        "{e:?}"
+                    ),
                 }
             }
             Op::CmdDestroy(i) => {
@@ -334,7 +340,7 @@ fn run(ops: Vec<Op>) {
                         pending.insert(e);
                         recorded.push(Recorded::Destroy(e));
                     }
-                    Err(CommandError::BufferFull) => assert!(!room),
+                    Err(CommandError::BufferFull { .. }) => assert!(!room),
                     Err(CommandError::Rejected(r)) => {
                         assert!(room && !active, "{r:?}");
                         if m.alive.contains_key(&e) {
@@ -355,7 +361,7 @@ fn run(ops: Vec<Op>) {
                         recorded.push(Recorded::InsertB(e, v));
                     }
                     Err(CommandError::Rejected(_)) => assert!(!active),
-                    Err(CommandError::BufferFull) => assert!(active && !room),
+                    Err(CommandError::BufferFull { .. }) => assert!(active && !room),
                     Err(other) => panic!("{other:?}"),
                 }
             }
@@ -369,7 +375,7 @@ fn run(ops: Vec<Op>) {
                         recorded.push(Recorded::RemoveA(e));
                     }
                     Err(CommandError::Rejected(_)) => assert!(!active),
-                    Err(CommandError::BufferFull) => assert!(active && !room),
+                    Err(CommandError::BufferFull { .. }) => assert!(active && !room),
                     Err(other) => panic!("{other:?}"),
                 }
             }
@@ -390,7 +396,12 @@ fn run(ops: Vec<Op>) {
                 } else if dead_target {
                     Err(WorldError::Rejected(Rejection::Free))
                 } else if m.alive.len() + m.retired + creates > CAPACITY {
-                    Err(WorldError::CapacityExhausted)
+                    Err(WorldError::CapacityExhausted {
+                        requested: creates,
+                        available: CAPACITY - m.alive.len() - m.retired,
+                        capacity: CAPACITY,
+                        retired: m.retired,
+                    })
                 } else {
                     Ok(())
                 };
@@ -435,7 +446,7 @@ fn run(ops: Vec<Op>) {
                             want => assert_eq!(got, want),
                         }
                         assert_eq!(cmd.len(), recorded.len(), "failed commit keeps the buffer");
-                        cmd.clear(&w.registry);
+                        cmd.clear(&w.registry).unwrap();
                     }
                     (got, want) => panic!("commit: {got:?} vs {want:?} for {recorded:?}"),
                 }
@@ -450,7 +461,7 @@ fn run(ops: Vec<Op>) {
                 if !m.structural && n > 0 {
                     assert_eq!(got, Err(WorldError::InvalidPhase));
                 } else if m.alive.len() + m.retired + n > CAPACITY {
-                    assert_eq!(got, Err(WorldError::CapacityExhausted));
+                    assert!(matches!(got, Err(WorldError::CapacityExhausted { .. })));
                 } else if n > 0 {
                     assert_eq!(got, Ok(n));
                     // The new handles are the pool's owners not seen before.

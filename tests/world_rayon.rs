@@ -2,6 +2,7 @@
 #![cfg(feature = "rayon")]
 
 use bytemuck::{Pod, Zeroable};
+use ludus::world::WorldOps;
 use rayon::prelude::*;
 
 /// Position.

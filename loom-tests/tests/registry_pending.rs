@@ -11,11 +11,17 @@ use ludus::identity::TokenSource;
 use ludus::world::{CommandBuffer, CommandError, EntityRegistry, Rejection};
 use ludus_loom_tests::model;
 
+// SAFETY (every unsafe constructor call below): under loom there is no process-wide token
+// source; each model iteration builds all of its registries and buffers from its one
+// `TokenSource`, so their tokens are distinct.
+
 #[test]
 fn two_recorders_one_entity_exactly_one_marks() {
     model(|| {
         let tokens = Arc::new(TokenSource::new());
-        let mut reg = EntityRegistry::try_with_capacity_and_tokens(4, Global, &tokens).unwrap();
+        // SAFETY: one token source per model (above).
+        let mut reg =
+            unsafe { EntityRegistry::try_with_capacity_and_tokens(4, Global, &tokens) }.unwrap();
         let e = reg.try_create().unwrap();
         let reg = Arc::new(reg);
         let hs: Vec<_> = (0..2)
@@ -24,7 +30,8 @@ fn two_recorders_one_entity_exactly_one_marks() {
                 let tokens = tokens.clone();
                 thread::spawn(move || {
                     let mut cmd =
-                        CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &tokens).unwrap();
+                        // SAFETY: one token source per model (above).
+            unsafe { CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &tokens) }.unwrap();
                     cmd.destroy(&*reg, e)
                 })
             })
@@ -43,20 +50,24 @@ fn two_recorders_one_entity_exactly_one_marks() {
 fn recorders_on_distinct_entities_do_not_interfere() {
     model(|| {
         let tokens = Arc::new(TokenSource::new());
-        let mut reg = EntityRegistry::try_with_capacity_and_tokens(4, Global, &tokens).unwrap();
+        // SAFETY: one token source per model (above).
+        let mut reg =
+            unsafe { EntityRegistry::try_with_capacity_and_tokens(4, Global, &tokens) }.unwrap();
         let a = reg.try_create().unwrap();
         let b = reg.try_create().unwrap();
         let reg = Arc::new(reg);
         let r2 = reg.clone();
         let t2 = tokens.clone();
         let t = thread::spawn(move || {
-            let mut cmd = CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &t2).unwrap();
+            let mut cmd = // SAFETY: one token source per model (above).
+            unsafe { CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &t2) }.unwrap();
             cmd.destroy(&*r2, a).unwrap();
             // A reader on this thread sees its own mark, and b in either state.
             assert!(r2.is_pending(a));
             assert!(r2.is_alive(b));
         });
-        let mut cmd = CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &tokens).unwrap();
+        let mut cmd = // SAFETY: one token source per model (above).
+            unsafe { CommandBuffer::try_with_capacity_and_tokens(1, 0, Global, &tokens) }.unwrap();
         cmd.destroy(&*reg, b).unwrap();
         assert!(reg.is_alive(a));
         t.join().unwrap();

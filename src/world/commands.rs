@@ -17,7 +17,8 @@ use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
 use super::registry::process_owner_token;
-use super::{fixed, CommandError, EntityId, EntityRegistry, InitError, WorldError};
+use super::roster::{ComponentList, Roster, TypeVisitor};
+use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource};
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
@@ -72,30 +73,33 @@ enum Command {
     },
 }
 
-/// What a world exposes to [`CommandBuffer::commit`]. Implemented by [`world!`](crate::world!).
-#[doc(hidden)]
-pub trait CommitTarget {
-    /// Number of component pools.
-    const POOLS: u64;
-    /// Allocator of the world's registry.
-    type Alloc: Allocator + Clone;
-    /// The world's registry.
-    fn commit_registry(&self) -> &EntityRegistry<Self::Alloc>;
-    /// Whether the world stores components of type `component`.
-    fn stores(&self, component: TypeId) -> bool;
-    /// Creates an entity (budget checked).
-    fn commit_create(&mut self) -> Result<EntityId, WorldError>;
-    /// Destroys an entity.
-    fn commit_destroy(&mut self, entity: EntityId) -> Result<(), WorldError>;
-    /// Inserts a component read from `bytes`.
-    fn commit_insert(
-        &mut self,
-        entity: EntityId,
-        component: TypeId,
-        bytes: &[u8],
-    ) -> Result<(), WorldError>;
-    /// Removes a component.
-    fn commit_remove(&mut self, entity: EntityId, component: TypeId) -> Result<(), WorldError>;
+/// Inserts a command's value bytes as the component whose type matched.
+struct InsertBytes<'w, 'b, W> {
+    world: &'w mut W,
+    entity: EntityId,
+    bytes: &'b [u8],
+    result: Result<(), WorldError>,
+}
+
+impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
+    fn visit<T: Pod>(&mut self) {
+        // The bytes were recorded from a `T` (same `TypeId`), so the length matches.
+        let value: T = bytemuck::pod_read_unaligned(self.bytes);
+        self.result = ops::insert(self.world, self.entity, value).map(|_| ());
+    }
+}
+
+/// Removes the component whose type matched.
+struct RemoveType<'w, W> {
+    world: &'w mut W,
+    entity: EntityId,
+    result: Result<(), WorldError>,
+}
+
+impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
+    fn visit<T: Pod>(&mut self) {
+        self.result = ops::remove::<W, T>(self.world, self.entity).map(|_| ());
+    }
 }
 
 /// A bounded list of structural commands with a bounded byte store for inserted values.
@@ -103,7 +107,7 @@ pub trait CommitTarget {
 ///
 /// # Examples
 /// ```
-/// use ludus::world::CommandBuffer;
+/// use ludus::world::{CommandBuffer, WorldOps};
 /// ludus::world! {
 ///     pub struct Game { pub hp: u32 }
 /// }
@@ -121,6 +125,8 @@ pub trait CommitTarget {
 /// ```
 pub struct CommandBuffer<A: Allocator + Clone = Global> {
     token: OwnerToken,
+    /// Owner of the registry the current commands were recorded against (0: none yet).
+    registry: OwnerToken,
     /// Advances on every commit and clear; provisionals of older epochs are refused.
     epoch: u64,
     commands: Vec<Command, A>,
@@ -159,7 +165,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     ///
     /// # Errors
     /// As [`CommandBuffer::try_with_capacity`].
-    pub fn try_with_capacity_and_tokens(
+    ///
+    /// # Safety
+    /// No other buffer alive at the same time holds a token `tokens` issues: the token is
+    /// what keeps one buffer from accepting another's [`Provisional`] (see
+    /// [`EntityRegistry::try_with_capacity_and_tokens`]).
+    pub unsafe fn try_with_capacity_and_tokens(
         commands: usize,
         bytes: usize,
         alloc: A,
@@ -187,6 +198,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let token = issue().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,
+            registry: 0,
             epoch: 0,
             commands: commands_v,
             bytes: bytes_v,
@@ -206,13 +218,31 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     }
 
     fn room(&self, bytes: usize) -> Result<(), CommandError> {
+        let bytes_free = self.bytes.capacity() - self.bytes.len();
         let full = self.commands.len() >= self.commands.capacity()
-            || self.bytes.capacity() - self.bytes.len() < bytes
+            || bytes_free < bytes
             || self.creates == u32::MAX;
         if full {
-            Err(CommandError::BufferFull)
+            Err(CommandError::BufferFull {
+                commands: self.commands.len(),
+                command_capacity: self.commands.capacity(),
+                bytes_requested: bytes,
+                bytes_free,
+            })
         } else {
             Ok(())
+        }
+    }
+
+    /// `Ok` when the commands so far were recorded against `registry` (or there are none).
+    fn same_registry<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+    ) -> Result<(), CommandError> {
+        if self.registry == 0 || self.registry == registry.owner() {
+            Ok(())
+        } else {
+            Err(CommandError::ForeignRegistry)
         }
     }
 
@@ -221,6 +251,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         registry: &EntityRegistry<B>,
         target: Target,
     ) -> Result<Subject, CommandError> {
+        self.same_registry(registry)?;
         match target {
             Target::Entity(e) => match registry.diagnose(e) {
                 Ok(()) => Ok(Subject::Entity(e)),
@@ -263,10 +294,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         entity: EntityId,
     ) -> Result<(), CommandError> {
         self.room(0)?;
+        self.same_registry(registry)?;
         registry
             .try_mark_pending(entity)
             .map_err(CommandError::Rejected)?;
         self.commands.push(Command::Destroy(entity));
+        self.registry = registry.owner();
         Ok(())
     }
 
@@ -292,6 +325,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             offset,
             size: bytes.len() as u32,
         });
+        self.registry = registry.owner();
         Ok(())
     }
 
@@ -310,6 +344,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             subject,
             component: TypeId::of::<T>(),
         });
+        self.registry = registry.owner();
         Ok(())
     }
 
@@ -321,8 +356,17 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         self.created.get(p.index as usize).copied()
     }
 
-    /// Drops every recorded command and clears the pending marks its destroys set.
-    pub fn clear<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) {
+    /// Drops every recorded command and clears the pending marks its destroys set in
+    /// `registry`, the one they were recorded against.
+    ///
+    /// # Errors
+    /// [`CommandError::ForeignRegistry`] when the commands were recorded against another
+    /// registry; nothing changes.
+    pub fn clear<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+    ) -> Result<(), CommandError> {
+        self.same_registry(registry)?;
         for c in &self.commands {
             if let Command::Destroy(e) = c {
                 registry.unmark_pending(*e);
@@ -330,24 +374,27 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         }
         self.reset();
         self.created.clear();
+        Ok(())
     }
 
     fn reset(&mut self) {
         self.commands.clear();
         self.bytes.clear();
         self.creates = 0;
+        self.registry = 0;
         self.epoch = self.epoch.saturating_add(1);
     }
 
-    fn preflight<W: CommitTarget>(&self, world: &W) -> Result<(), WorldError> {
-        let registry = world.commit_registry();
+    fn preflight<W: Roster>(&self, world: &W) -> Result<(), WorldError> {
+        let registry = world.parts_ref().0;
+        let pools = W::Components::LEN as u64;
         let mut revisions: u64 = 0;
         for c in &self.commands {
             match *c {
                 Command::Create => revisions += 1,
                 Command::Destroy(e) => {
                     registry.check_alive(e)?;
-                    revisions += 1 + W::POOLS;
+                    revisions += 1 + pools;
                 }
                 Command::Insert {
                     subject, component, ..
@@ -356,7 +403,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     if let Subject::Entity(e) = subject {
                         registry.check_alive(e)?;
                     }
-                    if !world.stores(component) {
+                    if !W::Components::contains(component) {
                         return Err(WorldError::UnknownComponent);
                     }
                     revisions += 1;
@@ -372,27 +419,39 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// # Errors
     /// [`WorldError::InvalidPhase`], a short budget, a target no longer alive or an unknown
     /// component type; then nothing is applied and the buffer is kept.
-    pub fn commit<W: CommitTarget>(&mut self, world: &mut W) -> Result<(), WorldError> {
-        world.commit_registry().check_phase()?;
+    pub fn commit<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
+        world.registry().check_phase()?;
         self.preflight(world)?;
         self.created.clear();
         for i in 0..self.commands.len() {
             let applied = match self.commands[i] {
-                Command::Create => world.commit_create().map(|e| self.created.push(e)),
-                Command::Destroy(e) => world.commit_destroy(e),
+                Command::Create => world.create().map(|e| self.created.push(e)),
+                Command::Destroy(e) => world.destroy(e),
                 Command::Insert {
                     subject,
                     component,
                     offset,
                     size,
                 } => {
-                    let e = self.entity(subject)?;
-                    let bytes = &self.bytes[offset as usize..(offset + size) as usize];
-                    world.commit_insert(e, component, bytes)
+                    let entity = self.entity(subject)?;
+                    let mut insert = InsertBytes {
+                        world: &mut *world,
+                        entity,
+                        bytes: &self.bytes[offset as usize..(offset + size) as usize],
+                        result: Err(WorldError::UnknownComponent),
+                    };
+                    W::Components::dispatch(component, &mut insert);
+                    insert.result
                 }
                 Command::Remove { subject, component } => {
-                    let e = self.entity(subject)?;
-                    world.commit_remove(e, component)
+                    let entity = self.entity(subject)?;
+                    let mut remove = RemoveType {
+                        world: &mut *world,
+                        entity,
+                        result: Err(WorldError::UnknownComponent),
+                    };
+                    W::Components::dispatch(component, &mut remove);
+                    remove.result
                 }
             };
             debug_assert!(

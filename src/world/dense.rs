@@ -91,12 +91,6 @@ impl<'p> Index<'p> {
         locate(self.keys, self.sparse, EntityKey::of(entity))
     }
 
-    /// Dense index of the entry for `slot`, whatever its generation.
-    #[inline(always)]
-    pub(crate) fn slot_entry(&self, slot: u32) -> Option<usize> {
-        locate_slot(self.keys, self.sparse, slot)
-    }
-
     /// Number of dense entries.
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
@@ -133,15 +127,18 @@ impl<'p> Index<'p> {
 ///
 /// Invariant: `keys` and `values` point to the buffers of `keys_vec` and `values_vec`, each
 /// allocated for at least `capacity` elements (reserved at init, never reallocated), of which
-/// the first `len` are initialized; `len <= capacity`.
+/// the first `len` are initialized; `len <= capacity`. Every slot with an entry is below
+/// `slot_high` (so the slots `slot_high..` have none: a batch of fresh slots needs no lookup).
 pub(crate) struct DenseMut<'p, T, A: Allocator> {
     capacity: usize,
     len: usize,
+    slot_high: u32,
     keys: *mut EntityKey,
     values: *mut T,
     sparse: &'p mut [Sparse],
     keys_vec: &'p mut Vec<EntityKey, A>,
     values_vec: &'p mut Vec<T, A>,
+    slot_high_out: &'p mut u32,
 }
 
 impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
@@ -153,17 +150,28 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         keys_vec: &'p mut Vec<EntityKey, A>,
         values_vec: &'p mut Vec<T, A>,
         sparse: &'p mut [Sparse],
+        slot_high: &'p mut u32,
     ) -> Self {
-        debug_assert_eq!(keys_vec.len(), values_vec.len());
-        debug_assert!(keys_vec.capacity() >= capacity && values_vec.capacity() >= capacity);
+        // The pool's own invariants (private fields, established at init): documented here.
+        debug_assert!(
+            keys_vec.len() == values_vec.len()
+                && keys_vec.capacity() >= capacity
+                && values_vec.capacity() >= capacity
+                && sparse.len() == capacity,
+            "pool arrays: {} keys, {} values, capacity {capacity}",
+            keys_vec.len(),
+            values_vec.len()
+        );
         Self {
             capacity,
             len: keys_vec.len(),
+            slot_high: *slot_high,
             keys: keys_vec.as_mut_ptr(),
             values: values_vec.as_mut_ptr(),
             sparse,
             keys_vec,
             values_vec,
+            slot_high_out: slot_high,
         }
     }
 
@@ -176,6 +184,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.keys_vec.set_len(self.len);
             self.values_vec.set_len(self.len);
         }
+        *self.slot_high_out = self.slot_high;
     }
 
     /// The initialized keys.
@@ -233,6 +242,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.values.add(i).write(value);
         }
         self.len = i + 1;
+        self.slot_high = self.slot_high.max(key.slot() + 1);
     }
 
     /// Gives each of `entities` the value at the same index of `values` (the last of a
@@ -271,20 +281,29 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     }
 
     /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
-    /// values the caller already wrote at `len..len + count`.
+    /// values the caller already wrote at `len..len + count`. Panics (changing nothing) unless
+    /// `len + count <= capacity`, the slots are below the capacity and have no entry
+    /// (`first >= slot_high`): one check per batch.
     ///
     /// # Safety
-    /// `len + count <= capacity`, values `len..len + count` are initialized, and none of the
-    /// slots has an entry.
+    /// Values `len..len + count` are initialized.
     pub(crate) unsafe fn append_written(&mut self, first: u32, count: usize, generation: u32) {
         let len = self.len;
-        debug_assert!(len + count <= self.capacity);
+        let fits = count <= self.capacity - len
+            && first >= self.slot_high
+            && count <= self.capacity - (first as usize).min(self.capacity);
+        if !fits {
+            bad_batch(first, count, len);
+        }
         for k in 0..count {
             let key = EntityKey::new(first + k as u32, generation);
             // SAFETY: `len + k < len + count <= capacity` (caller), within the allocation.
             unsafe { self.keys.add(len + k).write(key) };
         }
         self.len = len + count;
+        if count > 0 {
+            self.slot_high = first + count as u32;
+        }
         if first as usize != len {
             for k in 0..count {
                 self.set_sparse(first + k as u32, len + k);
@@ -447,4 +466,12 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
 #[track_caller]
 fn out_of_range(i: usize, len: usize) -> ! {
     panic!("dense index {i} out of range for length {len}")
+}
+
+/// Panics for a batch of fresh slots that does not fit or whose slots already have entries.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn bad_batch(first: u32, count: usize, len: usize) -> ! {
+    panic!("batch of {count} fresh slots from {first} does not fit a pool of length {len}")
 }

@@ -47,9 +47,18 @@ pub enum InitError {
     /// The owner-token source is exhausted.
     #[error("owner tokens exhausted")]
     IdentityExhausted,
-    /// A component pool appears in more than one owned group.
-    #[error("a pool is owned by more than one group")]
+    /// An owned group is invalid: a pool in more than one group (or twice in one), a group
+    /// with no member or more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), or a
+    /// member that is not a component of the world.
+    #[error("invalid owned groups: a pool in two groups, an empty or oversized group (at most {max} members), or a member the world does not store", max = super::MAX_GROUP_MEMBERS)]
     GroupOverlap,
+    /// The world's roster names one component type twice (use newtypes).
+    #[error("a component type appears twice in the world's roster; wrap one in a newtype")]
+    DuplicateComponent,
+    /// A pool handed to a world at init is bound to another registry, not empty, or sized
+    /// differently from the registry.
+    #[error("a pool does not match the world's registry (bound elsewhere, not empty, or another capacity)")]
+    PoolMismatch,
 }
 
 /// Failure of a structural operation (create, release, insert, remove, destroy, commit).
@@ -62,9 +71,19 @@ pub enum WorldError {
     /// The handle does not name a live entity of this registry.
     #[error("handle rejected: {0}")]
     Rejected(Rejection),
-    /// Every slot is live, pending or retired.
-    #[error("entity capacity exhausted")]
-    CapacityExhausted,
+    /// Not enough slots for the creates asked for: every slot is live, pending or retired (a
+    /// slot released at the terminal generation is retired for good).
+    #[error("entity capacity exhausted: {requested} requested, {available} available of {capacity} slots ({retired} retired); size the world for its peak population")]
+    CapacityExhausted {
+        /// Entities the call would create.
+        requested: usize,
+        /// Slots free now.
+        available: usize,
+        /// The registry's fixed capacity.
+        capacity: usize,
+        /// Slots retired at the terminal generation.
+        retired: usize,
+    },
     /// The creation-sequence counter reached its limit.
     #[error("creation sequence exhausted")]
     SequenceExhausted,
@@ -88,18 +107,39 @@ pub enum WorldError {
     /// A command names a provisional entity its buffer never created.
     #[error("provisional id unknown to this buffer")]
     UnknownProvisional,
+    /// A bundle names one component type twice (each entity holds at most one value per
+    /// type: use a newtype for a second one).
+    #[error("bundle names {component} twice")]
+    DuplicateComponent {
+        /// The repeated type.
+        component: &'static str,
+    },
 }
 
 /// Failure to record a command; the buffer and the registry are unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
-    /// The bounded command list or its value bytes are full.
-    #[error("command buffer full")]
-    BufferFull,
+    /// The bounded command list or its value bytes are full; commit (or clear) the buffer, or
+    /// size it for the peak number of commands per frame.
+    #[error("command buffer full: {commands} of {command_capacity} commands, {bytes_requested} value bytes requested with {bytes_free} free")]
+    BufferFull {
+        /// Commands recorded.
+        commands: usize,
+        /// The buffer's command capacity.
+        command_capacity: usize,
+        /// Value bytes the refused command needs.
+        bytes_requested: usize,
+        /// Value bytes still free.
+        bytes_free: usize,
+    },
     /// The target entity is not active in this registry.
     #[error("target rejected: {0}")]
     Rejected(Rejection),
     /// The provisional id was issued by another buffer or before the last commit.
     #[error("provisional id from another buffer or epoch")]
     ForeignProvisional,
+    /// The buffer holds commands recorded against another registry (a buffer serves one
+    /// world between commits).
+    #[error("buffer holds commands recorded against another registry")]
+    ForeignRegistry,
 }

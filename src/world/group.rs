@@ -2,109 +2,286 @@
 //! `[0..len)` of each member pool's dense arrays, in the same order, so a group iteration is a
 //! straight zip of dense slices with no probing.
 //!
-//! Invariant, for every member pool `p` and `i < len`: `p.owners().get(i) == first.owners().get(i)`,
-//! and an entity is in `[0..len)` exactly when it holds every member. A pool belongs to at most
-//! one group. The world keeps the invariant on every insert, remove and destroy: gaining the
-//! last member swaps the entity to position `len` in every member; losing one swaps it to
-//! `len - 1` first.
+//! Invariant, for every member pool `p` and `i < len`: `p.owners().get(i) ==
+//! first.owners().get(i)`, and an entity is in `[0..len)` exactly when it holds every member.
+//! `len` is stored in every member pool ([`ComponentPool::packed`]) and is equal in all of them.
+//! A pool belongs to at most one group. The world keeps the invariant on every insert, remove
+//! and destroy: gaining the last member swaps the entity to position `len` in every member;
+//! losing one swaps it to `len - 1` first. Nothing unsafe relies on the invariant: slicing a
+//! group's prefix is bounds-checked.
 
+use core::any::TypeId;
+
+use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::owners::Owners;
+use super::roster::{
+    ComponentList, GroupVisitor, PoolsMutList, PoolsRefList, TypeVisitor, MAX_GROUP_MEMBERS,
+};
 use super::{ComponentPool, EntityId};
-use allocator_api2::alloc::Allocator;
 
-/// Object-safe view of a pool used to check group invariants.
-#[doc(hidden)]
-pub trait GroupMember {
-    /// Dense index of `entity`, if present.
-    fn member_index(&self, entity: EntityId) -> Option<usize>;
-    /// Dense owners.
-    fn member_owners(&self) -> Owners<'_>;
+/// Whether to pack an entity that gained a member, or unpack one about to lose a member.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Pack,
+    Unpack,
 }
 
-impl<T: Pod, A: Allocator + Clone> GroupMember for ComponentPool<T, A> {
-    fn member_index(&self, entity: EntityId) -> Option<usize> {
-        self.dense_index(entity)
+/// Packs (or unpacks) one entity in each group it visits.
+pub(crate) struct Repack<'p, P> {
+    pools: &'p mut P,
+    entity: EntityId,
+    direction: Direction,
+}
+
+impl<'p, P> Repack<'p, P> {
+    /// Packs `entity` into every visited group whose members it now all holds.
+    pub(crate) fn pack(pools: &'p mut P, entity: EntityId) -> Self {
+        Self {
+            pools,
+            entity,
+            direction: Direction::Pack,
+        }
     }
-    fn member_owners(&self) -> Owners<'_> {
-        self.owners()
+
+    /// Unpacks `entity` from every visited group it is packed in.
+    pub(crate) fn unpack(pools: &'p mut P, entity: EntityId) -> Self {
+        Self {
+            pools,
+            entity,
+            direction: Direction::Unpack,
+        }
     }
 }
 
-/// Length of an owned group's packed prefix.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OwnedGroup {
+/// Pass 1 over a group's members: each one's dense index of the entity.
+struct Indices<'p, P, A> {
+    pools: &'p mut P,
+    entity: EntityId,
+    at: [Option<usize>; MAX_GROUP_MEMBERS],
+    k: usize,
+    len: Option<usize>,
+    _alloc: core::marker::PhantomData<A>,
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Indices<'_, P, A> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self) {
+        let pool: Option<&mut ComponentPool<T, A>> = self.pools.get::<T>();
+        if let (Some(pool), Some(slot)) = (pool, self.at.get_mut(self.k)) {
+            *slot = pool.dense_index(self.entity);
+            self.len.get_or_insert(pool.packed());
+        }
+        self.k += 1;
+    }
+}
+
+/// Pass 2: swaps the entity to `to` in every member and sets the prefix length.
+struct Swap<'p, P, A> {
+    pools: &'p mut P,
+    at: [Option<usize>; MAX_GROUP_MEMBERS],
+    to: usize,
     len: usize,
+    k: usize,
+    _alloc: core::marker::PhantomData<A>,
 }
 
-impl OwnedGroup {
-    /// Number of packed entities.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
+impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Swap<'_, P, A> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self) {
+        let pool: Option<&mut ComponentPool<T, A>> = self.pools.get::<T>();
+        if let (Some(pool), Some(Some(i))) = (pool, self.at.get(self.k)) {
+            if *i != self.to {
+                pool.swap_dense(*i, self.to);
+            }
+            pool.set_packed(self.len);
+        }
+        self.k += 1;
     }
+}
 
-    /// True when no entity holds every member.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+/// [`Repack`] for the pools of one allocator (the visitor needs the allocator as a type).
+pub(crate) struct RepackIn<'r, 'p, P, A> {
+    pub(crate) repack: &'r mut Repack<'p, P>,
+    pub(crate) _alloc: core::marker::PhantomData<A>,
+}
 
-    /// Given an entity's dense index in every member (after it gained a member): whether it
-    /// now holds every member and is outside the prefix, i.e. must be packed.
-    #[doc(hidden)]
-    #[inline]
-    pub fn must_pack(&self, indices: &[Option<usize>]) -> bool {
-        indices
-            .iter()
-            .all(|i| matches!(i, Some(i) if *i >= self.len))
-    }
-
-    /// Given an entity's dense index in every member (before it loses a member): whether it is
-    /// packed, i.e. must be unpacked.
-    #[doc(hidden)]
-    #[inline]
-    pub fn must_unpack(&self, indices: &[Option<usize>]) -> bool {
-        indices
-            .iter()
-            .all(|i| matches!(i, Some(i) if *i < self.len))
-    }
-
-    /// Grows the prefix by one; returns the position the packed entity must be swapped to in
-    /// every member.
-    #[doc(hidden)]
-    #[inline]
-    pub fn grow(&mut self) -> usize {
-        self.len += 1;
-        self.len - 1
-    }
-
-    /// Shrinks the prefix by one; returns the position the unpacked entity must be swapped to
-    /// in every member.
-    #[doc(hidden)]
-    #[inline]
-    pub fn shrink(&mut self) -> usize {
-        debug_assert!(self.len > 0);
-        self.len -= 1;
-        self.len
-    }
-
-    /// Checks the invariant (O(len)); used by debug assertions and tests.
-    #[doc(hidden)]
-    pub fn is_consistent(&self, members: &[&dyn GroupMember]) -> bool {
-        let Some(first) = members.first() else {
-            return true;
+impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor
+    for RepackIn<'_, '_, P, A>
+{
+    #[inline(always)]
+    fn visit<G: ComponentList>(&mut self) {
+        let r = &mut *self.repack;
+        let mut pass = Indices::<P, A> {
+            pools: r.pools,
+            entity: r.entity,
+            at: [None; MAX_GROUP_MEMBERS],
+            k: 0,
+            len: None,
+            _alloc: core::marker::PhantomData,
         };
-        let head = first.member_owners();
-        head.len() >= self.len
-            && members.iter().all(|m| {
-                let o = m.member_owners();
-                o.len() >= self.len
-                    && o.prefix(self.len) == head.prefix(self.len)
-                    && o.iter()
-                        .skip(self.len)
-                        .all(|e| members.iter().any(|n| n.member_index(e).is_none()))
-            })
+        G::each(&mut pass);
+        let len = pass.len.unwrap_or(0);
+        let members = &pass.at[..G::LEN.min(MAX_GROUP_MEMBERS)];
+        let (to, new_len) = match r.direction {
+            Direction::Pack if members.iter().all(|i| matches!(i, Some(i) if *i >= len)) => {
+                (len, len + 1)
+            }
+            Direction::Unpack
+                if len > 0 && members.iter().all(|i| matches!(i, Some(i) if *i < len)) =>
+            {
+                (len - 1, len - 1)
+            }
+            _ => return,
+        };
+        let at = pass.at;
+        G::each(&mut Swap::<P, A> {
+            pools: r.pools,
+            at,
+            to,
+            len: new_len,
+            k: 0,
+            _alloc: core::marker::PhantomData,
+        });
     }
+}
+
+/// Checks one group's invariant over shared pools (O(n)); for tests and debugging.
+pub(crate) struct Consistent<'a, P, A> {
+    pub(crate) pools: P,
+    pub(crate) ok: bool,
+    pub(crate) _alloc: core::marker::PhantomData<&'a A>,
+}
+
+/// Pass over members: all prefix lengths equal and the prefixes hold the same owners.
+struct Prefixes<'a, P, A> {
+    pools: P,
+    len: Option<usize>,
+    head: Option<super::Owners<'a>>,
+    ok: bool,
+    _alloc: core::marker::PhantomData<A>,
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
+    for Prefixes<'a, P, A>
+{
+    fn visit<T: Pod>(&mut self) {
+        let Some(pool) = self.pools.get::<T>() else {
+            self.ok = false;
+            return;
+        };
+        let len = *self.len.get_or_insert(pool.packed());
+        let owners = pool.owners();
+        if pool.packed() != len || owners.len() < len {
+            self.ok = false;
+            return;
+        }
+        let head = *self.head.get_or_insert(owners);
+        self.ok &= head.len() >= len && owners.prefix(len) == head.prefix(len);
+    }
+}
+
+/// Pass over members: no entity outside a member's prefix holds every member.
+struct Outside<'a, P, A> {
+    pools: P,
+    len: usize,
+    ok: bool,
+    _alloc: core::marker::PhantomData<&'a A>,
+}
+
+/// Whether `entity` is in every member pool of group `G`.
+struct HoldsAll<'a, P, A> {
+    pools: P,
+    entity: EntityId,
+    all: bool,
+    _alloc: core::marker::PhantomData<&'a A>,
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
+    for HoldsAll<'a, P, A>
+{
+    fn visit<T: Pod>(&mut self) {
+        self.all &= self
+            .pools
+            .get::<T>()
+            .is_some_and(|p| p.contains(self.entity));
+    }
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> Outside<'a, P, A> {
+    fn check<G: ComponentList>(&mut self) {
+        struct Each<'a, 'o, P, A, G> {
+            o: &'o mut Outside<'a, P, A>,
+            _g: core::marker::PhantomData<G>,
+        }
+        impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>, G: ComponentList>
+            TypeVisitor for Each<'a, '_, P, A, G>
+        {
+            fn visit<T: Pod>(&mut self) {
+                let o = &mut *self.o;
+                let Some(pool) = o.pools.get::<T>() else {
+                    o.ok = false;
+                    return;
+                };
+                for entity in pool.owners().iter().skip(o.len) {
+                    let mut h = HoldsAll::<P, A> {
+                        pools: o.pools,
+                        entity,
+                        all: true,
+                        _alloc: core::marker::PhantomData,
+                    };
+                    G::each(&mut h);
+                    o.ok &= !h.all;
+                }
+            }
+        }
+        G::each(&mut Each::<P, A, G> {
+            o: self,
+            _g: core::marker::PhantomData,
+        });
+    }
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> GroupVisitor
+    for Consistent<'a, P, A>
+{
+    fn visit<G: ComponentList>(&mut self) {
+        let mut prefixes = Prefixes::<P, A> {
+            pools: self.pools,
+            len: None,
+            head: None,
+            ok: true,
+            _alloc: core::marker::PhantomData,
+        };
+        G::each(&mut prefixes);
+        let mut outside = Outside::<P, A> {
+            pools: self.pools,
+            len: prefixes.len.unwrap_or(0),
+            ok: prefixes.ok,
+            _alloc: core::marker::PhantomData,
+        };
+        outside.check::<G>();
+        self.ok &= outside.ok;
+    }
+}
+
+/// Whether the group ids are valid for a roster: each group has 1..=[`MAX_GROUP_MEMBERS`]
+/// members, all of them components of the world, and no component is in two groups (or twice
+/// in one).
+pub(crate) fn groups_valid<C: ComponentList, G: super::roster::GroupList>() -> bool {
+    let mut seen = [TypeId::of::<()>(); 64];
+    let mut n = 0;
+    G::each_group(&mut |members: &[TypeId]| {
+        if members.is_empty() || members.len() > MAX_GROUP_MEMBERS {
+            return false;
+        }
+        for id in members {
+            if !C::contains(*id) || seen[..n].contains(id) || n == seen.len() {
+                return false;
+            }
+            seen[n] = *id;
+            n += 1;
+        }
+        true
+    })
 }

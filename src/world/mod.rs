@@ -7,7 +7,8 @@
 //! A value borrowed from a pool cannot outlive a structural change (the borrow checker
 //! enforces the seed's "borrowed until structural mutation"):
 //!
-//! ```compile_fail
+//! ```compile_fail,E0502
+//! use ludus::prelude::*;
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
 //! struct Hp(u32);
@@ -22,7 +23,8 @@
 //!
 //! Systems holding the read-only registry cannot reach a pool's structural methods:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0308
+//! use ludus::prelude::*;
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
 //! struct Hp(u32);
@@ -30,12 +32,40 @@
 //! let mut w = W::try_new(2).unwrap();
 //! let e = w.create().unwrap();
 //! let registry = &w.registry;
-//! w.hp.insert(registry, e, Hp(1)).unwrap(); // error: expected `&mut EntityRegistry`
+//! w.hp.insert(registry, e, Hp(1)).unwrap(); // error[E0308]: expected `&mut EntityRegistry`
+//! ```
+//!
+//! and no path leads from the read-only registry to `&mut EntityRegistry` (its field is private
+//! to the crate):
+//!
+//! ```compile_fail,E0616
+//! use ludus::prelude::*;
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(2).unwrap();
+//! let e = w.create().unwrap();
+//! w.registry.0.try_release(e).unwrap(); // error[E0616]: field `0` is private
+//! ```
+//!
+//! A bundle naming one component type twice is refused before anything changes:
+//!
+//! ```
+//! use ludus::prelude::*;
+//! #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(2).unwrap();
+//! assert!(matches!(w.spawn((Hp(1), Hp(2))), Err(WorldError::DuplicateComponent { .. })));
+//! assert_eq!((w.registry.len(), w.hp.len()), (0, 0));
 //! ```
 //!
 //! The same code with a later borrow compiles:
 //!
 //! ```
+//! use ludus::prelude::*;
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
 //! struct Hp(u32);
@@ -49,26 +79,36 @@
 
 use crate::identity::{Handle, HandleTag};
 
+mod access;
 mod commands;
 mod dense;
 mod error;
 mod fixed;
 mod group;
 mod macros;
+mod ops;
 mod owners;
 mod pool;
 mod query;
+mod read_only;
 mod registry;
-mod stores;
+mod roster;
+mod spawn;
 
-pub use commands::{CommandBuffer, CommitTarget, Provisional, Target};
+pub use access::{GroupQuery, PoolAccess, PoolQuery};
+pub use commands::{CommandBuffer, Provisional, Target};
 pub use error::{CommandError, InitError, Rejection, WorldError};
-pub use group::{GroupMember, OwnedGroup};
+pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
-pub use pool::{BatchCursor, ComponentPool};
+pub use pool::ComponentPool;
 pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
+pub use read_only::ReadOnly;
 pub use registry::{EntityRegistry, MAX_CAPACITY};
-pub use stores::{Bundle, ReadOnly, Stores};
+pub use roster::{
+    ComponentList, GroupList, GroupVisitor, Parts, PartsRef, PoolVisitor, PoolsMut, PoolsMutList,
+    PoolsRef, PoolsRefList, Roster, Stores, TypeVisitor, MAX_GROUP_MEMBERS,
+};
+pub use spawn::Bundle;
 
 /// Tag of entity handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,16 +122,10 @@ impl HandleTag for EntityTag {
 /// A runtime entity handle: owner (world token) `u64`, slot `u32`, generation `u32`.
 pub type EntityId = Handle<EntityTag>;
 
-/// Paths used by [`world!`](crate::world!) expansions; not a public API.
+/// Paths the [`world!`](crate::world!) expansion names. Hidden because it is no API of its
+/// own: re-exports of the allocator trait and the default allocator, so user crates need no
+/// direct `allocator-api2` dependency.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::identity::FIRST_GENERATION;
     pub use allocator_api2::alloc::{Allocator, Global};
-    pub use bytemuck;
-    pub use core::any::TypeId;
-
-    /// The first `n` of `owners` (a group's packed prefix).
-    pub fn owners_prefix(owners: super::Owners<'_>, n: usize) -> super::Owners<'_> {
-        owners.prefix(n)
-    }
 }

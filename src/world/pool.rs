@@ -18,6 +18,13 @@ use crate::identity::OwnerToken;
 /// large removal batches (which compact, keeping the survivors' order) and by owned groups
 /// (which swap members to the front).
 ///
+/// A pool answers for the entries it holds: `get` validates a handle against the stored key
+/// (slot, generation and the pool's owner token), not against the registry. A standalone pool
+/// whose entity was released without being removed keeps answering for that old handle until
+/// the entry is removed or the slot's next incarnation is inserted over it. A world never
+/// leaves such entries: `destroy` removes the entity from every pool before it releases the
+/// slot, so through a world a stale handle reads `None`.
+///
 /// # Examples
 /// ```
 /// use ludus::world::{ComponentPool, EntityRegistry};
@@ -35,6 +42,11 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Entity capacity (the registry's), fixed at init.
     capacity: usize,
+    /// Length of the owned group's packed prefix when the pool belongs to a world's group
+    /// (equal in every member pool, see [`group`](super::group)); 0 otherwise.
+    packed: usize,
+    /// Every slot with an entry is below `slot_high`.
+    slot_high: u32,
     /// Dense index per slot, for entries off their diagonal; `len == capacity`, filled at
     /// init (see [`dense`](super::dense)).
     sparse: Vec<Sparse, A>,
@@ -68,27 +80,32 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         Ok(pool)
     }
 
-    /// A pool of `capacity` entries bound to no registry yet (owner 0 matches no handle);
-    /// lets a world allocate its pools before its registry issues the owner token.
+    /// A pool of `capacity` entries bound to no registry yet (owner 0 matches no handle and
+    /// refuses every change); lets a world allocate its pools before its registry issues the
+    /// owner token, so a failed init consumes no token. See [`bind`](Self::bind).
     ///
     /// # Errors
     /// [`InitError::Allocation`].
-    #[doc(hidden)]
     pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
         Ok(Self {
             owner: 0,
             capacity,
+            packed: 0,
+            slot_high: 0,
             sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
             keys: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
         })
     }
 
-    /// Binds an unbound, empty pool to `registry`; returns false (changing nothing) when the
-    /// pool is bound, not empty or sized differently.
-    #[doc(hidden)]
+    /// Binds an unbound pool (from [`try_unbound_in`](Self::try_unbound_in)) to `registry`;
+    /// returns false, changing nothing, when the pool is already bound, the registry has no
+    /// owner token yet, or their capacities differ.
     pub fn bind<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) -> bool {
-        let ok = self.owner == 0 && self.is_empty() && self.capacity == registry.capacity();
+        let ok = self.owner == 0
+            && registry.owner() != 0
+            && self.is_empty()
+            && self.capacity == registry.capacity();
         if ok {
             self.owner = registry.owner();
         }
@@ -107,7 +124,14 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.values.is_empty()
     }
 
+    /// Entity capacity, fixed at init (the registry's).
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Owner token of the registry this pool belongs to.
+    #[inline]
     pub fn owner(&self) -> OwnerToken {
         self.owner
     }
@@ -245,29 +269,17 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         Ok(previous)
     }
 
-    /// [`insert`](Self::insert) after the caller ran [`check_change`](Self::check_change);
-    /// returns the previous value and whether `entity` newly joined the pool (the caller then
-    /// advances the registry's revision).
-    #[doc(hidden)]
+    /// [`insert`](Self::insert) after the caller checked the change (phase, `entity` alive in
+    /// this pool's registry, budget); returns the previous value and whether `entity` newly
+    /// joined the pool (the caller then advances the registry's revision). Whatever the
+    /// caller checked, the pool keeps its own invariants: one entry per slot.
     #[inline(always)]
-    pub fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
+    pub(crate) fn insert_validated(&mut self, entity: EntityId, value: T) -> (Option<T>, bool) {
         debug_assert_eq!(entity.owner(), self.owner);
         let mut dense = self.dense_mut();
         let inserted = dense.insert(EntityKey::of(entity), value);
         dense.finish();
         inserted
-    }
-
-    /// Appends `entity` (validated alive, holding no entry in this pool under any generation,
-    /// as after a world's create) at dense index `len`.
-    #[doc(hidden)]
-    #[inline(always)]
-    pub fn append_validated(&mut self, entity: EntityId, value: T) {
-        debug_assert_eq!(entity.owner(), self.owner);
-        debug_assert!(self.index().slot_entry(entity.slot()).is_none());
-        let mut dense = self.dense_mut();
-        dense.append(EntityKey::of(entity), value);
-        dense.finish();
     }
 
     /// The dense arrays under a run of membership changes.
@@ -278,7 +290,20 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             &mut self.keys,
             &mut self.values,
             &mut self.sparse,
+            &mut self.slot_high,
         )
+    }
+
+    /// Length of the owned-group prefix this pool takes part in (0 outside a world's group).
+    #[inline(always)]
+    pub(crate) fn packed(&self) -> usize {
+        self.packed
+    }
+
+    /// Sets the owned-group prefix length (the world's group code only).
+    #[inline(always)]
+    pub(crate) fn set_packed(&mut self, packed: usize) {
+        self.packed = packed;
     }
 
     /// Gives each of `entities` the value at the same index of `values` (replacing previous
@@ -350,10 +375,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     ///
     /// # Errors
     /// [`WorldError::Rejected`] for the first entity not alive; nothing changes.
-    #[doc(hidden)]
     // Out of line: its loops get the registers to themselves.
     #[inline(never)]
-    pub fn insert_batch_checked<B: Allocator + Clone>(
+    pub(crate) fn insert_batch_checked<B: Allocator + Clone>(
         &mut self,
         registry: &EntityRegistry<B>,
         entities: &[EntityId],
@@ -373,10 +397,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     ///
     /// # Errors
     /// [`WorldError::Rejected`] for the first entity not alive; nothing changes.
-    #[doc(hidden)]
     // Out of line: its loops get the registers to themselves.
     #[inline(never)]
-    pub fn remove_batch_checked<B: Allocator + Clone>(
+    pub(crate) fn remove_batch_checked<B: Allocator + Clone>(
         &mut self,
         registry: &EntityRegistry<B>,
         entities: &[EntityId],
@@ -424,11 +447,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         Ok(value)
     }
 
-    /// [`remove`](Self::remove) after the caller ran [`check_change`](Self::check_change); the
-    /// caller advances the revision when a value is returned.
-    #[doc(hidden)]
+    /// [`remove`](Self::remove) after the caller checked the change; the caller advances the
+    /// revision when a value is returned.
     #[inline(always)]
-    pub fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
+    pub(crate) fn remove_validated(&mut self, entity: EntityId) -> Option<T> {
         if entity.owner() != self.owner {
             return None;
         }
@@ -440,72 +462,90 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
 
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
     /// Used by owned groups; order-only, not a membership change.
-    #[doc(hidden)]
     #[inline]
-    pub fn swap_dense(&mut self, i: usize, j: usize) {
+    pub(crate) fn swap_dense(&mut self, i: usize, j: usize) {
         let mut dense = self.dense_mut();
         dense.swap(i, j);
         dense.finish();
     }
 
-    /// Reserves `n` dense entries past the end for a batch append, returning where to write
-    /// their values; `None` (changing nothing) when fewer than `n` entries are free.
-    #[doc(hidden)]
+    /// Reserves `n` dense entries past the end for a batch of fresh slots, returning a writer
+    /// for their values; `None` (changing nothing) when fewer than `n` entries are free.
     #[inline]
-    pub fn batch_cursor(&mut self, n: usize) -> Option<BatchCursor<T>> {
+    pub(crate) fn batch_writer(&mut self, n: usize) -> Option<BatchWriter<'_, T, A>> {
         let len = self.values.len();
-        (self.capacity - len >= n && self.values.capacity() - len >= n).then(|| BatchCursor {
-            // SAFETY: `len <= capacity` of the allocation, so `len` is at most one past the end.
-            next: unsafe { self.values.as_mut_ptr().add(len) },
+        if self.capacity - len < n || self.values.capacity() - len < n {
+            return None;
+        }
+        // SAFETY: `len <= capacity()` of the allocation, so the pointer is at most one past
+        // the end.
+        let next = unsafe { self.values.as_mut_ptr().add(len) };
+        Some(BatchWriter {
+            next,
+            reserved: n,
+            pool: self,
         })
     }
+}
 
-    /// Publishes `count` values written through [`batch_cursor`](Self::batch_cursor) as the
-    /// entries of the fresh slots `first..first + count` at the first generation.
+/// Writes a batch's values into a pool's reserved, unused dense capacity, then publishes them
+/// as the entries of fresh slots. Holds the pool exclusively, so nothing else changes it
+/// between the reservation and the publish.
+pub struct BatchWriter<'p, T: Pod, A: Allocator + Clone> {
+    /// `values.as_mut_ptr() + len` of the pool when reserved; `reserved` entries are free.
+    next: *mut T,
+    reserved: usize,
+    pool: &'p mut ComponentPool<T, A>,
+}
+
+impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
+    /// Writes the `k`-th value of the batch.
     ///
     /// # Safety
-    /// The cursor came from this pool with `n >= count` and no structural change since; values
-    /// `0..count` were written through it; the slots were never in this pool (fresh registry
-    /// slots of a world) and are below the pool's capacity.
-    #[doc(hidden)]
-    pub unsafe fn publish_batch(&mut self, first: u32, count: usize, generation: u32) {
-        debug_assert!(first as usize + count <= self.capacity);
-        let mut dense = self.dense_mut();
-        // SAFETY: the caller wrote values `len..len + count` through a cursor reserved for at
-        // least `count` entries past `len` (so within the capacity), and the fresh slots have
-        // no entry.
+    /// `k` is below the `n` the writer was reserved for.
+    #[inline(always)]
+    pub(crate) unsafe fn write(&mut self, k: usize, value: T) {
+        debug_assert!(k < self.reserved, "write {k} of {}", self.reserved);
+        // SAFETY: `k < reserved` (caller) and the pool had `reserved` unused entries past its
+        // length at `next`, which nothing changed since (the writer borrows the pool), so the
+        // write is in bounds of the allocation and overwrites no published value.
+        unsafe { self.next.add(k).write(value) }
+    }
+
+    /// Publishes the first `count` written values as the entries of the fresh slots
+    /// `first..first + count` at `generation`. Panics, publishing nothing, when `count`
+    /// exceeds the reservation or the slots do not fit the pool or already have entries
+    /// (checked once per batch).
+    ///
+    /// # Safety
+    /// Values `0..count` were written with [`write`](Self::write).
+    pub(crate) unsafe fn publish(self, first: u32, count: usize, generation: u32) {
+        if count > self.reserved {
+            out_of_reservation(count, self.reserved);
+        }
+        let mut dense = self.pool.dense_mut();
+        // SAFETY: the values `len..len + count` were written through `next` (caller), which
+        // was the pool's `len` when reserved and is unchanged; `append_written` checks the
+        // slots and the capacity itself.
         unsafe { dense.append_written(first, count, generation) };
         dense.finish();
     }
 }
 
-/// Where a batch writes its next values into a pool's reserved, unused dense capacity.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct BatchCursor<T> {
-    next: *mut T,
-}
-
-impl<T> Clone for BatchCursor<T> {
-    fn clone(&self) -> Self {
-        *self
+impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for BatchWriter<'_, T, A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BatchWriter")
+            .field("reserved", &self.reserved)
+            .finish()
     }
 }
-impl<T> Copy for BatchCursor<T> {}
 
-impl<T: Pod> BatchCursor<T> {
-    /// Writes the `k`-th value of the batch.
-    ///
-    /// # Safety
-    /// `k` is below the `n` the cursor was reserved for, and the pool has not changed since.
-    #[doc(hidden)]
-    #[inline(always)]
-    pub unsafe fn write(self, k: usize, value: T) {
-        // SAFETY: `k < n` and the pool reserved `n` unused entries past its length at
-        // `next` (caller), so the write is in bounds of the allocation and overwrites no
-        // published value.
-        unsafe { self.next.add(k).write(value) }
-    }
+/// Panics for a publish larger than its reservation.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_reservation(count: usize, reserved: usize) -> ! {
+    panic!("publish of {count} values, {reserved} reserved")
 }
 
 impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {

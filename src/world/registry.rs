@@ -145,11 +145,20 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     }
 
     /// As [`EntityRegistry::try_with_capacity_in`], taking the owner token from `tokens`
-    /// (for tests of token exhaustion). The token is issued last, after every array succeeded.
+    /// (for tests of token exhaustion and loom models, where there is no process-wide
+    /// source). The token is issued last, after every array succeeded.
     ///
     /// # Errors
     /// As [`EntityRegistry::try_with_capacity`].
-    pub fn try_with_capacity_and_tokens(
+    ///
+    /// # Safety
+    /// No other registry or command buffer alive in the process at the same time holds a
+    /// token `tokens` issues: owner tokens are what keep one registry from validating (and
+    /// releasing) another's handles, and one pool from holding two registries' entities.
+    /// A [`TokenSource`] used only by one test or model, with every registry of that test
+    /// made from it, satisfies this; the process-wide source's tokens never collide with it
+    /// only if its range is disjoint, which nothing checks.
+    pub unsafe fn try_with_capacity_and_tokens(
         capacity: usize,
         alloc: A,
         tokens: &TokenSource,
@@ -163,7 +172,6 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     ///
     /// # Errors
     /// As [`EntityRegistry::try_with_capacity`], except token exhaustion.
-    #[doc(hidden)]
     pub fn try_unbound_in(capacity: usize, alloc: A) -> Result<Self, InitError> {
         Self::init(capacity, alloc, || Ok(0))
     }
@@ -173,7 +181,6 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     ///
     /// # Errors
     /// [`InitError::IdentityExhausted`].
-    #[doc(hidden)]
     pub fn issue_owner(&mut self) -> Result<(), InitError> {
         if self.owner == 0 {
             self.owner = process_owner_token().map_err(|_| InitError::IdentityExhausted)?;
@@ -466,9 +473,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// Advances the structural revision by `n` after the caller checked the budget with
     /// [`check_revisions`](Self::check_revisions) (saturates rather than wrapping).
-    #[doc(hidden)]
     #[inline]
-    pub fn advance_revision(&mut self, n: u64) {
+    pub(crate) fn advance_revision(&mut self, n: u64) {
         debug_assert!(
             u64::MAX - self.revision >= n,
             "revision {} + {n}",
@@ -483,16 +489,24 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// The first budget that is short.
     pub fn check_create_budget(&self, n: usize) -> Result<(), WorldError> {
         self.check_phase()?;
-        if self.owner == 0 && n > 0 {
-            return Err(WorldError::CapacityExhausted);
-        }
-        if self.available() < n {
-            return Err(WorldError::CapacityExhausted);
+        if (self.owner == 0 && n > 0) || self.available() < n {
+            return Err(self.capacity_error(n));
         }
         if u64::MAX - self.last_sequence < n as u64 {
             return Err(WorldError::SequenceExhausted);
         }
         self.check_revisions(n as u64)
+    }
+
+    /// The error for `requested` creates that do not fit (an unbound registry has no room).
+    #[cold]
+    pub(crate) fn capacity_error(&self, requested: usize) -> WorldError {
+        WorldError::CapacityExhausted {
+            requested,
+            available: if self.owner == 0 { 0 } else { self.available() },
+            capacity: self.capacity,
+            retired: self.retired as usize,
+        }
     }
 
     /// Creates one entity and charges `extra` more revisions (a spawn's inserts), after one
@@ -502,9 +516,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// As [`check_create_budget`](Self::check_create_budget)`(1)`, then
     /// [`WorldError::RevisionExhausted`] when `1 + extra` revisions are not left; nothing
     /// changes.
-    #[doc(hidden)]
     #[inline(always)]
-    pub fn try_create_charged(&mut self, extra: u64) -> Result<EntityId, WorldError> {
+    pub(crate) fn try_create_charged(&mut self, extra: u64) -> Result<EntityId, WorldError> {
         let room = self.free_len != 0 || (self.high as usize) < self.capacity;
         let budget = self
             .revision
@@ -603,23 +616,24 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// Whether [`create_fresh_batch`](Self::create_fresh_batch) may be used: no generation is
     /// stored past `high` (only a test hook stores one).
-    #[doc(hidden)]
     #[inline]
-    pub fn fresh_batchable(&self) -> bool {
+    pub(crate) fn fresh_batchable(&self) -> bool {
         self.meta.len() == self.high as usize
     }
 
     /// Creates `count` entities in the never-used slots `high..high + count`, all at
     /// [`FIRST_GENERATION`], and returns the first slot. The caller checked the budget,
     /// [`fresh_batchable`](Self::fresh_batchable) and that `count` fresh slots remain
-    /// (`count <= capacity - high`); the free list is not consulted.
-    #[doc(hidden)]
-    pub fn create_fresh_batch(&mut self, count: usize) -> u32 {
+    /// (`count <= capacity - high`); the free list is not consulted. Panics, changing nothing,
+    /// when any of that fails (one check per batch).
+    pub(crate) fn create_fresh_batch(&mut self, count: usize) -> u32 {
         let first = self.high;
-        assert!(
-            self.fresh_batchable() && count <= self.capacity - first as usize,
-            "{count} fresh slots requested"
-        );
+        let ok = self.fresh_batchable()
+            && self.owner != 0
+            && count <= self.capacity - first as usize
+            && u64::MAX - self.last_sequence >= count as u64
+            && u64::MAX - self.revision >= count as u64;
+        assert!(ok, "{count} fresh slots requested: budget not checked");
         let base = self.last_sequence;
         self.meta.extend(
             (first..)
@@ -635,9 +649,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     }
 
     /// Slots never created so far (`capacity - high`): what a batch can take fresh.
-    #[doc(hidden)]
     #[inline]
-    pub fn fresh_available(&self) -> usize {
+    pub(crate) fn fresh_available(&self) -> usize {
         self.capacity - self.high as usize
     }
 
@@ -666,9 +679,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
 
     /// [`release_validated`](Self::release_validated), charging `extra` more revisions (the
     /// pool removals of a destroy) with the release's own; the caller checked `1 + extra`.
-    #[doc(hidden)]
     #[inline(always)]
-    pub fn release_charged(&mut self, entity: EntityId, extra: u64) {
+    pub(crate) fn release_charged(&mut self, entity: EntityId, extra: u64) {
         if !self.is_alive(entity) {
             // A release of a dead entity would put its slot on the free stack twice and let
             // two creates share one incarnation: refuse loudly (out of line, never taken by
@@ -718,32 +730,53 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
     }
 
-    /// Test hook: sets the last creation sequence and the structural revision, so exhaustion
-    /// can be reached in a test.
-    #[doc(hidden)]
-    pub fn test_hook_set_counters(&mut self, last_sequence: u64, revision: u64) {
-        self.last_sequence = last_sequence;
-        self.revision = revision;
+    /// Clears every pending-destruction mark; returns how many were cleared.
+    pub(crate) fn clear_pending_marks(&mut self) -> usize {
+        let mut cleared = 0;
+        for m in &self.meta[..self.high as usize] {
+            let v = m.load(Relaxed);
+            let low = v & LOW;
+            if low != FREE_LOW && low != RETIRED_LOW && low & PENDING != 0 {
+                m.store(v & !PENDING, Relaxed);
+                cleared += 1;
+            }
+        }
+        cleared
     }
 
-    /// Test hook: sets the generation the *free* `slot` will be created with. Returns false
-    /// (and changes nothing) when the slot is out of range, alive or retired, or `generation`
-    /// is 0.
-    #[doc(hidden)]
-    pub fn test_hook_set_free_generation(&mut self, slot: u32, generation: u32) -> bool {
+    /// Test hook (feature `test-hooks`): advances the last creation sequence and the
+    /// structural revision to the given values, so exhaustion can be reached in a test.
+    /// Never rewinds: returns false, changing nothing, when either value is below the
+    /// current one.
+    #[cfg(feature = "test-hooks")]
+    pub fn test_hook_advance_counters(&mut self, last_sequence: u64, revision: u64) -> bool {
+        if last_sequence < self.last_sequence || revision < self.revision {
+            return false;
+        }
+        self.last_sequence = last_sequence;
+        self.revision = revision;
+        true
+    }
+
+    /// Test hook (feature `test-hooks`): advances the generation the *free* `slot` will be
+    /// created with (so retirement can be reached in a test). Returns false, changing
+    /// nothing, when the slot is out of range, alive or retired, or `generation` is not above
+    /// the slot's current one: a handle released before keeps failing validation.
+    #[cfg(feature = "test-hooks")]
+    pub fn test_hook_advance_free_generation(&mut self, slot: u32, generation: u32) -> bool {
         let s = slot as usize;
-        if generation == 0 || s >= self.capacity {
+        if s >= self.capacity {
+            return false;
+        }
+        let current = self.stored_meta(slot).unwrap_or(free(FIRST_GENERATION));
+        if current & LOW != FREE_LOW || generation <= generation_of(current) {
             return false;
         }
         while self.meta.len() <= s {
             // Materialize the implicit free entries up to `slot` (within capacity).
             self.meta.push(AtomicU64::new(free(FIRST_GENERATION)));
         }
-        let m = &self.meta[s];
-        if m.load(Relaxed) & LOW != FREE_LOW {
-            return false;
-        }
-        m.store(free(generation), Relaxed);
+        self.meta[s].store(free(generation), Relaxed);
         true
     }
 }
@@ -769,4 +802,29 @@ impl<A: Allocator + Clone> core::fmt::Debug for EntityRegistry<A> {
 #[track_caller]
 fn not_alive(entity: EntityId) -> ! {
     panic!("release of {entity:?}, which is not alive")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second release of one incarnation would put its slot on the free stack twice and let
+    /// two creates alias: the release the world uses re-checks liveness in release builds.
+    #[test]
+    #[should_panic(expected = "not alive")]
+    fn release_of_a_dead_entity_panics() {
+        let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
+        let e = reg.try_create().unwrap();
+        reg.try_release(e).unwrap();
+        reg.release_charged(e, 0);
+    }
+
+    /// An unbound registry (owner 0) creates nothing, in batches neither.
+    #[test]
+    #[should_panic(expected = "budget not checked")]
+    fn unbound_registry_refuses_fresh_batches() {
+        let mut reg = EntityRegistry::try_unbound_in(4, Global).unwrap();
+        assert!(reg.check_create_budget(1).is_err());
+        reg.create_fresh_batch(1);
+    }
 }

@@ -5,6 +5,7 @@
 
 #![allow(missing_docs)] // the `world!` expansions
 
+use ludus::world::WorldOps;
 use ludus::EntityId;
 use rayon::prelude::*;
 
@@ -58,6 +59,7 @@ ludus::world! {
 mod frag_world {
     use crate::components::frag::*;
     use crate::components::Data;
+    use ludus::world::WorldOps;
 
     macro_rules! declare {
         ($($t:ident),*) => {

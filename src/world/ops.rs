@@ -1,0 +1,552 @@
+//! [`WorldOps`]: every operation of a world, in generic Rust over its [`Roster`].
+//!
+//! Structural operations check, in release builds, the phase, the handle, the budgets and
+//! that each pool they touch belongs to the world's registry (so a registry or pool swapped
+//! between two worlds is refused with [`WorldError::ForeignPool`], never mixed). Owned groups
+//! are kept packed on every insert, remove and destroy.
+
+use core::any::TypeId;
+use core::marker::PhantomData;
+
+use allocator_api2::alloc::Allocator;
+use bytemuck::Pod;
+
+use super::access::{GroupQuery, PoolQuery};
+use super::group::{groups_valid, Consistent, Repack, RepackIn};
+use super::roster::{
+    ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, Roster, Stores,
+};
+use super::spawn::{self, missing, pack_groups_of, Bundle};
+use super::{CommandBuffer, ComponentPool, EntityId, EntityRegistry, InitError, WorldError};
+use crate::identity::OwnerToken;
+
+/// A world's registry and one of its pools, mutably.
+type Member<'a, W, T> = (
+    &'a mut EntityRegistry<<W as Roster>::Alloc>,
+    &'a mut ComponentPool<T, <W as Roster>::Alloc>,
+);
+
+/// The registry and the pool of `T`, checked to belong together.
+#[inline(always)]
+fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
+    let (registry, mut pools) = world.parts();
+    let pool = pools.take::<T>().ok_or_else(missing::<W, T>)?;
+    if pool.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool);
+    }
+    Ok((&mut registry.0, pool))
+}
+
+/// Whether `T`'s pool is in an owned group (folds to a constant).
+#[inline(always)]
+fn grouped<W: Roster, T: Pod>() -> bool {
+    W::Groups::index_of(TypeId::of::<T>()).is_some()
+}
+
+/// Unpacks `entity` from every group containing `T` that it is packed in.
+#[inline(always)]
+fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
+    let mut pools = world.parts().1;
+    let mut repack = Repack::unpack(&mut pools, entity);
+    W::Groups::with_groups_of(
+        TypeId::of::<T>(),
+        &mut RepackIn::<_, W::Alloc> {
+            repack: &mut repack,
+            _alloc: PhantomData,
+        },
+    );
+}
+
+/// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).
+pub(crate) fn insert<W: Roster, T: Pod>(
+    world: &mut W,
+    entity: EntityId,
+    value: T,
+) -> Result<Option<T>, WorldError> {
+    let (previous, joined) = {
+        let (registry, pool) = member::<W, T>(world)?;
+        registry.check_member_change(entity)?;
+        let inserted = pool.insert_validated(entity, value);
+        registry.advance_revision(u64::from(inserted.1));
+        inserted
+    };
+    if joined && grouped::<W, T>() {
+        pack_groups_of::<W, T>(&mut world.parts().1, entity);
+    }
+    Ok(previous)
+}
+
+/// [`WorldOps::remove`] without the compile-time roster bound (commands dispatch by type).
+pub(crate) fn remove<W: Roster, T: Pod>(
+    world: &mut W,
+    entity: EntityId,
+) -> Result<Option<T>, WorldError> {
+    {
+        let (registry, _) = member::<W, T>(world)?;
+        registry.check_member_change(entity)?;
+    }
+    if grouped::<W, T>() {
+        unpack_groups_of::<W, T>(world, entity);
+    }
+    let (registry, pool) = member::<W, T>(world)?;
+    let value = pool.remove_validated(entity);
+    registry.advance_revision(u64::from(value.is_some()));
+    Ok(value)
+}
+
+/// Checks that every pool belongs to `owner`.
+struct AllOwned {
+    owner: OwnerToken,
+    ok: bool,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AllOwned {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        self.ok &= pool.owner() == self.owner;
+    }
+}
+
+/// Removes one entity from every pool, counting the removals.
+struct RemoveAll {
+    entity: EntityId,
+    removed: u64,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        self.removed += u64::from(pool.remove_validated(self.entity).is_some());
+    }
+}
+
+/// Checks that every pool can be bound to a registry of `capacity` (unbound and empty), or
+/// is bound to `owner` already.
+struct Bindable {
+    capacity: usize,
+    owner: OwnerToken,
+    ok: bool,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Bindable {
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let unbound = pool.owner() == 0 && pool.is_empty();
+        let bound = self.owner != 0 && pool.owner() == self.owner;
+        self.ok &= pool.capacity() == self.capacity && (unbound || bound);
+    }
+}
+
+/// Binds every unbound pool to a registry.
+struct Bind<'r, B: Allocator + Clone> {
+    registry: &'r EntityRegistry<B>,
+}
+
+impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bind<'_, B> {
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        if pool.owner() == 0 {
+            pool.bind(self.registry);
+        }
+    }
+}
+
+/// Every operation of a world declared with [`world!`](crate::world!), implemented once for
+/// every [`Roster`] (so it cannot be implemented by hand, and generic systems can name it:
+/// `fn movement<W: WorldOps + Stores<Position> + Stores<Velocity>>(world: &mut W)`).
+///
+/// # Examples
+/// ```
+/// use ludus::world::{join, Stores, WorldOps};
+/// # #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// # #[repr(C)]
+/// # pub struct Position(pub f32);
+/// # #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// # #[repr(C)]
+/// # pub struct Velocity(pub f32);
+/// fn movement<W: WorldOps + Stores<Position> + Stores<Velocity>>(world: &mut W) {
+///     let (pos, vel) = world.pools_mut::<(&mut Position, &Velocity)>();
+///     for (_, (p, v)) in join((pos, vel)) {
+///         p.0 += v.0;
+///     }
+/// }
+///
+/// ludus::world! { struct Game { position: Position, velocity: Velocity } }
+/// let mut game = Game::try_new(8)?;
+/// let e = game.spawn((Position(1.0), Velocity(0.5)))?;
+/// movement(&mut game);
+/// assert_eq!(game.get::<Position>(e), Some(&Position(1.5)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait WorldOps: Roster {
+    /// Issues the world's owner token and binds every pool to it; `world!`'s constructors call
+    /// it after every array was allocated, so a failed init consumes no token. Returns `Ok`
+    /// and changes nothing on a world already bound.
+    ///
+    /// # Errors
+    /// [`InitError::DuplicateComponent`] (a type declared twice), [`InitError::GroupOverlap`]
+    /// (a group with no member, more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), a
+    /// member not in the roster, or a pool in two groups), [`InitError::PoolMismatch`] (a pool
+    /// bound elsewhere or sized differently), [`InitError::IdentityExhausted`]; no token is
+    /// consumed on any of them.
+    fn try_bind(&mut self) -> Result<(), InitError> {
+        if !Self::Components::distinct() {
+            return Err(InitError::DuplicateComponent);
+        }
+        if !groups_valid::<Self::Components, Self::Groups>() {
+            return Err(InitError::GroupOverlap);
+        }
+        let (registry, mut pools) = self.parts();
+        let mut bindable = Bindable {
+            capacity: registry.capacity(),
+            owner: registry.owner(),
+            ok: true,
+        };
+        pools.visit(&mut bindable);
+        if !bindable.ok {
+            return Err(InitError::PoolMismatch);
+        }
+        registry.0.issue_owner()?;
+        pools.visit(&mut Bind {
+            registry: &registry.0,
+        });
+        Ok(())
+    }
+
+    /// The registry.
+    #[inline(always)]
+    fn registry(&self) -> &EntityRegistry<Self::Alloc> {
+        self.parts_ref().0
+    }
+
+    /// Opens the structural phase.
+    #[inline]
+    fn begin_structural(&mut self) {
+        self.parts().0 .0.set_structural_phase(true);
+    }
+
+    /// Closes the structural phase: structural changes fail with `InvalidPhase`.
+    #[inline]
+    fn end_structural(&mut self) {
+        self.parts().0 .0.set_structural_phase(false);
+    }
+
+    /// Whether structural changes are accepted.
+    #[inline]
+    fn is_structural_phase(&self) -> bool {
+        self.registry().is_structural_phase()
+    }
+
+    /// Creates an entity with no components.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_create`].
+    #[inline]
+    fn create(&mut self) -> Result<EntityId, WorldError> {
+        self.parts().0 .0.try_create()
+    }
+
+    /// Creates `out.len()` entities, all or nothing.
+    ///
+    /// # Errors
+    /// As [`EntityRegistry::try_create_batch`].
+    fn create_batch(&mut self, out: &mut [EntityId]) -> Result<(), WorldError> {
+        self.parts().0 .0.try_create_batch(out)
+    }
+
+    /// Destroys `entity`: leaves every owned group, is removed from every pool, then its
+    /// registry slot is released (generation advanced or slot retired).
+    ///
+    /// # Errors
+    /// `InvalidPhase`, `Rejected` (not alive), `RevisionExhausted` or `ForeignPool` (a pool of
+    /// another registry); nothing changes.
+    fn destroy(&mut self, entity: EntityId) -> Result<(), WorldError> {
+        let (registry, mut pools) = self.parts();
+        let registry = &mut registry.0;
+        registry.check_entity_change(entity, Self::Components::LEN as u64 + 1)?;
+        let mut owned = AllOwned {
+            owner: registry.owner(),
+            ok: true,
+        };
+        pools.visit(&mut owned);
+        if !owned.ok {
+            return Err(WorldError::ForeignPool);
+        }
+        if Self::Groups::LEN > 0 {
+            let mut repack = Repack::unpack(&mut pools, entity);
+            Self::Groups::with_all(&mut RepackIn::<_, Self::Alloc> {
+                repack: &mut repack,
+                _alloc: PhantomData,
+            });
+        }
+        let mut remove = RemoveAll { entity, removed: 0 };
+        pools.visit(&mut remove);
+        // Durable-binding hook: detach the entity's binding here, before the slot is
+        // released (seed 000, "Destruction and physical retirement").
+        registry.release_charged(entity, remove.removed);
+        Ok(())
+    }
+
+    /// Creates an entity holding every component of `bundle` (a tuple of 1 to 8 distinct
+    /// component types), checking phase and budgets once.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create) (also `RevisionExhausted` for the inserts),
+    /// [`WorldError::DuplicateComponent`] for a bundle naming a type twice, `ForeignPool`;
+    /// nothing changes.
+    #[inline]
+    fn spawn<B: Bundle<Self>>(&mut self, bundle: B) -> Result<EntityId, WorldError> {
+        spawn::spawn(self, bundle)
+    }
+
+    /// Spawns one entity per bundle of `bundles`: phase, capacity, sequence and revision
+    /// budgets are checked once for the iterator's reported length (an iterator that yields
+    /// fewer spawns fewer). The entities take the slots that as many `create`s would
+    /// (released slots first, LIFO, then fresh ones in increasing order) and get increasing
+    /// creation sequences; returns the number spawned. Their handles are in each pool's
+    /// `owners()` (the last entries of an ungrouped pool). If the iterator panics, the
+    /// bundles already placed in released slots stay spawned and none of the fresh-slot part
+    /// is published.
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn), for the whole batch; nothing changes.
+    fn spawn_batch<B, I>(&mut self, bundles: I) -> Result<usize, WorldError>
+    where
+        B: Bundle<Self>,
+        I: IntoIterator<Item = B>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        spawn::spawn_batch(self, bundles)
+    }
+
+    /// Gives `entity` a component value (replacing a previous one).
+    ///
+    /// # Errors
+    /// `ForeignPool`, then as [`ComponentPool::insert`]; nothing changes.
+    #[inline]
+    fn insert<T: Pod>(&mut self, entity: EntityId, value: T) -> Result<Option<T>, WorldError>
+    where
+        Self: Stores<T>,
+    {
+        insert(self, entity, value)
+    }
+
+    /// Removes `entity`'s `T`, returning it.
+    ///
+    /// # Errors
+    /// `ForeignPool`, then as [`ComponentPool::remove`]; nothing changes.
+    #[inline]
+    fn remove<T: Pod>(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>
+    where
+        Self: Stores<T>,
+    {
+        remove(self, entity)
+    }
+
+    /// Gives each of `entities` the value at the same index of `values`, all or nothing
+    /// (phase and budget checked once, liveness in the same pass as the appends and undone on
+    /// a dead entity); returns how many newly joined the pool.
+    ///
+    /// # Errors
+    /// `ForeignPool`, then as [`ComponentPool::insert_batch`]; nothing changes.
+    fn insert_batch<T: Pod>(
+        &mut self,
+        entities: &[EntityId],
+        values: &[T],
+    ) -> Result<usize, WorldError>
+    where
+        Self: Stores<T>,
+    {
+        if entities.len() != values.len() {
+            return Err(WorldError::LengthMismatch {
+                entities: entities.len(),
+                values: values.len(),
+            });
+        }
+        let (registry, pool) = member::<Self, T>(self)?;
+        if !grouped::<Self, T>() {
+            registry.check_phase()?;
+            registry.check_revisions(entities.len() as u64)?;
+            let joined = pool.insert_batch_checked(registry, entities, values)?;
+            registry.advance_revision(joined as u64);
+            return Ok(joined);
+        }
+        registry.check_member_changes(entities)?;
+        let mut joined = 0;
+        for (&entity, &value) in entities.iter().zip(values) {
+            joined += usize::from(insert(self, entity, value)?.is_none());
+        }
+        Ok(joined)
+    }
+
+    /// Removes the `T` of each of `entities`, all or nothing; returns how many were removed.
+    /// Dense order afterwards as for [`ComponentPool::remove_batch`] (a grouped component is
+    /// removed entity by entity).
+    ///
+    /// # Errors
+    /// `ForeignPool`, then as [`ComponentPool::remove_batch`]; nothing changes.
+    fn remove_batch<T: Pod>(&mut self, entities: &[EntityId]) -> Result<usize, WorldError>
+    where
+        Self: Stores<T>,
+    {
+        let (registry, pool) = member::<Self, T>(self)?;
+        if !grouped::<Self, T>() {
+            registry.check_phase()?;
+            registry.check_revisions(entities.len() as u64)?;
+            let removed = pool.remove_batch_checked(registry, entities)?;
+            registry.advance_revision(removed as u64);
+            return Ok(removed);
+        }
+        registry.check_member_changes(entities)?;
+        let mut removed = 0;
+        for &entity in entities {
+            removed += usize::from(remove::<Self, T>(self, entity)?.is_some());
+        }
+        Ok(removed)
+    }
+
+    /// `entity`'s `T`.
+    #[inline]
+    fn get<T: Pod>(&self, entity: EntityId) -> Option<&T>
+    where
+        Self: Stores<T>,
+    {
+        self.parts_ref().1.get::<T>()?.get(entity)
+    }
+
+    /// `entity`'s `T`, mutably (allowed in every phase).
+    #[inline]
+    fn get_mut<T: Pod>(&mut self, entity: EntityId) -> Option<&mut T>
+    where
+        Self: Stores<T>,
+    {
+        self.parts().1.take::<T>()?.get_mut(entity)
+    }
+
+    /// Whether `entity` holds a `T`.
+    #[inline]
+    fn contains<T: Pod>(&self, entity: EntityId) -> bool
+    where
+        Self: Stores<T>,
+    {
+        self.parts_ref()
+            .1
+            .get::<T>()
+            .is_some_and(|p| p.contains(entity))
+    }
+
+    /// The pool of `T`.
+    ///
+    /// # Panics
+    /// When the roster has no pool of `T` (only a hand-written roster can lie about it).
+    #[inline]
+    fn pool<T: Pod>(&self) -> &ComponentPool<T, Self::Alloc>
+    where
+        Self: Stores<T>,
+    {
+        match self.parts_ref().1.get::<T>() {
+            Some(pool) => pool,
+            None => panic!("{}", missing::<Self, T>()),
+        }
+    }
+
+    /// The pool of `T`, mutably (values only: membership changes need the world).
+    ///
+    /// # Panics
+    /// As [`pool`](Self::pool).
+    #[inline]
+    fn pool_mut<T: Pod>(&mut self) -> &mut ComponentPool<T, Self::Alloc>
+    where
+        Self: Stores<T>,
+    {
+        self.pools_mut::<(&mut T,)>().0
+    }
+
+    /// Several pools at once, by type: `world.pools_mut::<(&mut Position, &Velocity)>()`
+    /// returns `(&mut ComponentPool<Position>, &ComponentPool<Velocity>)`, ready for
+    /// [`join`](super::join). Compiles to field accesses.
+    ///
+    /// # Panics
+    /// When the query names a component type twice.
+    #[inline]
+    fn pools_mut<Q: PoolQuery<Self>>(&mut self) -> Q::Out<'_> {
+        Q::fetch(&mut self.parts().1)
+    }
+
+    /// The registry (shared) beside several pools: for systems that check handles or record
+    /// commands while they write pools.
+    ///
+    /// # Panics
+    /// As [`pools_mut`](Self::pools_mut).
+    #[inline]
+    fn split_mut<Q: PoolQuery<Self>>(&mut self) -> (&EntityRegistry<Self::Alloc>, Q::Out<'_>) {
+        let (registry, mut pools) = self.parts();
+        (&registry.0, Q::fetch(&mut pools))
+    }
+
+    /// An owned group's packed prefix: `world.group_mut::<(Position, Velocity)>()` returns
+    /// `(Owners, &mut [Position], &mut [Velocity])`, the entities holding every member and
+    /// their values, in the same dense order (a plain zip).
+    ///
+    /// # Panics
+    /// When the types are not all members of one owned group.
+    #[inline]
+    fn group_mut<Q: GroupQuery<Self>>(&mut self) -> Q::Out<'_> {
+        Q::fetch(self)
+    }
+
+    /// Applies `commands` all or nothing.
+    ///
+    /// # Errors
+    /// As [`CommandBuffer::commit`].
+    fn commit<B: Allocator + Clone>(
+        &mut self,
+        commands: &mut CommandBuffer<B>,
+    ) -> Result<(), WorldError> {
+        commands.commit(self)
+    }
+
+    /// Clears every pending-destruction mark of the registry (the entities become active
+    /// again) and returns how many there were: recovers the marks of a [`CommandBuffer`]
+    /// dropped (or unwound) without `commit` or `clear`. A live buffer that recorded one of
+    /// those destroys then fails its commit's preflight rather than destroying the entity.
+    ///
+    /// # Errors
+    /// [`WorldError::InvalidPhase`] outside the structural phase; nothing changes.
+    fn clear_pending(&mut self) -> Result<usize, WorldError> {
+        let registry = &mut self.parts().0 .0;
+        registry.check_phase()?;
+        Ok(registry.clear_pending_marks())
+    }
+
+    /// Checks every owned group's invariant (O(n)); for tests and debugging.
+    fn check_groups(&self) -> bool {
+        let pools = self.parts_ref().1;
+        let mut check = Consistent::<_, Self::Alloc> {
+            pools,
+            ok: true,
+            _alloc: PhantomData,
+        };
+        Self::Groups::with_all(&mut check);
+        check.ok
+    }
+
+    /// Test hook (feature `test-hooks`): as
+    /// [`EntityRegistry::test_hook_advance_free_generation`].
+    #[cfg(feature = "test-hooks")]
+    fn test_hook_advance_free_generation(&mut self, slot: u32, generation: u32) -> bool {
+        self.parts()
+            .0
+             .0
+            .test_hook_advance_free_generation(slot, generation)
+    }
+
+    /// Test hook (feature `test-hooks`): as [`EntityRegistry::test_hook_advance_counters`].
+    #[cfg(feature = "test-hooks")]
+    fn test_hook_advance_counters(&mut self, last_sequence: u64, revision: u64) -> bool {
+        self.parts()
+            .0
+             .0
+            .test_hook_advance_counters(last_sequence, revision)
+    }
+}
+
+impl<R: Roster> WorldOps for R {}

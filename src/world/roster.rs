@@ -1,0 +1,327 @@
+//! The roster: what [`world!`](crate::world!) declares about a world, as types.
+//!
+//! A world's components are a type list `(T0, (T1, (…, ())))` ([`ComponentList`]); its owned
+//! groups a list of such lists ([`GroupList`]). From the component list the crate derives the
+//! world's pool tuples (`(Option<&mut ComponentPool<T0>>, (…))`), which generic code searches by
+//! [`TypeId`]: each search compares constants, so it folds to a field access in release builds.
+//! Taking a pool out of the mutable tuple leaves `None` behind, so a component type named twice
+//! (in a bundle or a query) is found once and refused the second time — never two `&mut` to one
+//! pool.
+//!
+//! Nothing here is trusted by unsafe code. A [`Roster`] only hands out borrows of pools it
+//! owns; pools keep their own invariants (unique keys, capacity) and every structural operation
+//! checks that a pool belongs to the world's registry (one compare per pool and call).
+
+use core::any::TypeId;
+
+use allocator_api2::alloc::Allocator;
+use bytemuck::Pod;
+
+use super::{ComponentPool, EntityRegistry, ReadOnly};
+
+/// A world declared by [`world!`](crate::world!): its registry, its pools (by type) and its
+/// owned groups. Every world operation is a method of [`WorldOps`](super::WorldOps), which is
+/// implemented for every roster.
+///
+/// `world!` implements this trait; a hand-written impl is possible (nothing unsafe relies on
+/// it), but then the world's guarantees (destroy reaches every pool, groups stay packed) hold
+/// only for the pools that [`parts`](Self::parts) returns, and only if it returns the same
+/// ones on every call.
+pub trait Roster: Sized {
+    /// Allocator of the registry and the pools.
+    type Alloc: Allocator + Clone + 'static;
+    /// The component types, as a type list `(T0, (T1, (…, ())))`.
+    type Components: ComponentList;
+    /// The owned groups, as a list of component lists.
+    type Groups: GroupList;
+    /// The registry (read-only outside the crate) and every pool, mutably.
+    fn parts(&mut self) -> Parts<'_, Self>;
+    /// The registry and every pool, shared.
+    fn parts_ref(&self) -> PartsRef<'_, Self>;
+}
+
+/// What [`Roster::parts`] returns: the registry and one `Some(&mut pool)` per component.
+pub type Parts<'a, R> = (
+    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>>,
+    PoolsMut<'a, R>,
+);
+
+/// What [`Roster::parts_ref`] returns: the registry and one `&pool` per component.
+pub type PartsRef<'a, R> = (&'a EntityRegistry<<R as Roster>::Alloc>, PoolsRef<'a, R>);
+
+/// A roster's pools, mutably: `(Option<&mut ComponentPool<T0, A>>, (…, ()))`.
+pub type PoolsMut<'a, R> =
+    <<R as Roster>::Components as ComponentList>::Mut<'a, <R as Roster>::Alloc>;
+
+/// A roster's pools, shared: `(&ComponentPool<T0, A>, (…, ()))`.
+pub type PoolsRef<'a, R> =
+    <<R as Roster>::Components as ComponentList>::Ref<'a, <R as Roster>::Alloc>;
+
+/// Marks a world that stores components of type `T` (implemented by [`world!`](crate::world!)
+/// for each declared component). A compile-time gate only: lookups are by type and a world
+/// whose roster lacks `T` answers `UnknownComponent`.
+pub trait Stores<T: Pod>: Roster {}
+
+/// Calls back with a type (component dispatch by [`TypeId`], for commands).
+pub trait TypeVisitor {
+    /// Called with the matching type.
+    fn visit<T: Pod>(&mut self);
+}
+
+/// Calls back with each pool of a world.
+pub trait PoolVisitor<A: Allocator + Clone + 'static> {
+    /// Called once per pool, in roster order.
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>);
+}
+
+/// A type list of distinct component types: `()` or `(Head, Tail)`.
+pub trait ComponentList: 'static {
+    /// Number of types.
+    const LEN: usize;
+    /// The pools of these types, mutably and each taken at most once.
+    type Mut<'a, A: Allocator + Clone + 'static>: PoolsMutList<'a, A>;
+    /// The pools of these types, shared.
+    type Ref<'a, A: Allocator + Clone + 'static>: PoolsRefList<'a, A>;
+    /// Whether `id` is one of the types.
+    fn contains(id: TypeId) -> bool;
+    /// Calls `v` with the type whose id is `id`; false when there is none.
+    fn dispatch<V: TypeVisitor>(id: TypeId, v: &mut V) -> bool;
+    /// Appends every type's id to `out`, returning how many were written (capped by its length).
+    fn ids(out: &mut [TypeId]) -> usize;
+    /// Calls `v` with every type, in order.
+    fn each<V: TypeVisitor>(v: &mut V);
+    /// Whether no type appears twice.
+    fn distinct() -> bool;
+}
+
+impl ComponentList for () {
+    const LEN: usize = 0;
+    type Mut<'a, A: Allocator + Clone + 'static> = ();
+    type Ref<'a, A: Allocator + Clone + 'static> = ();
+    #[inline(always)]
+    fn contains(_: TypeId) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn dispatch<V: TypeVisitor>(_: TypeId, _: &mut V) -> bool {
+        false
+    }
+    fn ids(_: &mut [TypeId]) -> usize {
+        0
+    }
+    #[inline(always)]
+    fn each<V: TypeVisitor>(_: &mut V) {}
+    fn distinct() -> bool {
+        true
+    }
+}
+
+impl<H: Pod, T: ComponentList> ComponentList for (H, T) {
+    const LEN: usize = 1 + T::LEN;
+    type Mut<'a, A: Allocator + Clone + 'static> =
+        (Option<&'a mut ComponentPool<H, A>>, T::Mut<'a, A>);
+    type Ref<'a, A: Allocator + Clone + 'static> = (&'a ComponentPool<H, A>, T::Ref<'a, A>);
+    #[inline(always)]
+    fn contains(id: TypeId) -> bool {
+        id == TypeId::of::<H>() || T::contains(id)
+    }
+    #[inline(always)]
+    fn dispatch<V: TypeVisitor>(id: TypeId, v: &mut V) -> bool {
+        if id == TypeId::of::<H>() {
+            v.visit::<H>();
+            true
+        } else {
+            T::dispatch(id, v)
+        }
+    }
+    fn ids(out: &mut [TypeId]) -> usize {
+        match out.split_first_mut() {
+            Some((first, rest)) => {
+                *first = TypeId::of::<H>();
+                1 + T::ids(rest)
+            }
+            None => 0,
+        }
+    }
+    #[inline(always)]
+    fn each<V: TypeVisitor>(v: &mut V) {
+        v.visit::<H>();
+        T::each(v);
+    }
+    fn distinct() -> bool {
+        !T::contains(TypeId::of::<H>()) && T::distinct()
+    }
+}
+
+/// `pool` as a pool of `T`, when `H` is `T`.
+#[inline(always)]
+fn downcast_mut<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
+    pool: &mut ComponentPool<H, A>,
+) -> Option<&mut ComponentPool<T, A>> {
+    if TypeId::of::<H>() == TypeId::of::<T>() {
+        // SAFETY: equal `TypeId`s of two `'static` types (`Pod: 'static`) mean `H` and `T` are
+        // the same type, so `ComponentPool<H, A>` and `ComponentPool<T, A>` are one type and
+        // the cast keeps the borrow's lifetime and exclusivity.
+        Some(unsafe { &mut *(pool as *mut ComponentPool<H, A>).cast::<ComponentPool<T, A>>() })
+    } else {
+        None
+    }
+}
+
+/// `pool` as a pool of `T`, when `H` is `T`.
+#[inline(always)]
+fn downcast_ref<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
+    pool: &ComponentPool<H, A>,
+) -> Option<&ComponentPool<T, A>> {
+    if TypeId::of::<H>() == TypeId::of::<T>() {
+        // SAFETY: as in `downcast_mut`: `H` is `T`.
+        Some(unsafe { &*(pool as *const ComponentPool<H, A>).cast::<ComponentPool<T, A>>() })
+    } else {
+        None
+    }
+}
+
+/// A world's pools, mutably; each can be taken once.
+pub trait PoolsMutList<'a, A: Allocator + Clone + 'static> {
+    /// Takes the pool of `T` out of the list; `None` when there is none or it was taken.
+    fn take<T: Pod>(&mut self) -> Option<&'a mut ComponentPool<T, A>>;
+    /// The pool of `T`, reborrowed (not taken); `None` when there is none or it was taken.
+    fn get<T: Pod>(&mut self) -> Option<&mut ComponentPool<T, A>>;
+    /// Calls `v` with every pool not taken.
+    fn visit<V: PoolVisitor<A>>(&mut self, v: &mut V);
+}
+
+impl<A: Allocator + Clone + 'static> PoolsMutList<'_, A> for () {
+    #[inline(always)]
+    fn take<T: Pod>(&mut self) -> Option<&'static mut ComponentPool<T, A>> {
+        None
+    }
+    #[inline(always)]
+    fn get<T: Pod>(&mut self) -> Option<&mut ComponentPool<T, A>> {
+        None
+    }
+    #[inline(always)]
+    fn visit<V: PoolVisitor<A>>(&mut self, _: &mut V) {}
+}
+
+impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsMutList<'a, A>> PoolsMutList<'a, A>
+    for (Option<&'a mut ComponentPool<H, A>>, T)
+{
+    #[inline(always)]
+    fn take<U: Pod>(&mut self) -> Option<&'a mut ComponentPool<U, A>> {
+        if TypeId::of::<H>() == TypeId::of::<U>() {
+            self.0.take().and_then(downcast_mut)
+        } else {
+            self.1.take::<U>()
+        }
+    }
+    #[inline(always)]
+    fn get<U: Pod>(&mut self) -> Option<&mut ComponentPool<U, A>> {
+        if TypeId::of::<H>() == TypeId::of::<U>() {
+            self.0.as_deref_mut().and_then(downcast_mut)
+        } else {
+            self.1.get::<U>()
+        }
+    }
+    #[inline(always)]
+    fn visit<V: PoolVisitor<A>>(&mut self, v: &mut V) {
+        if let Some(pool) = self.0.as_deref_mut() {
+            v.visit(pool);
+        }
+        self.1.visit(v);
+    }
+}
+
+/// A world's pools, shared.
+pub trait PoolsRefList<'a, A: Allocator + Clone + 'static>: Copy {
+    /// The pool of `T`; `None` when there is none.
+    fn get<T: Pod>(self) -> Option<&'a ComponentPool<T, A>>;
+}
+
+impl<A: Allocator + Clone + 'static> PoolsRefList<'_, A> for () {
+    #[inline(always)]
+    fn get<T: Pod>(self) -> Option<&'static ComponentPool<T, A>> {
+        None
+    }
+}
+
+impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsRefList<'a, A>> PoolsRefList<'a, A>
+    for (&'a ComponentPool<H, A>, T)
+{
+    #[inline(always)]
+    fn get<U: Pod>(self) -> Option<&'a ComponentPool<U, A>> {
+        if TypeId::of::<H>() == TypeId::of::<U>() {
+            downcast_ref(self.0)
+        } else {
+            self.1.get::<U>()
+        }
+    }
+}
+
+/// A list of owned groups, each a [`ComponentList`] of its members: `()` or `(Group, Rest)`.
+pub trait GroupList: 'static {
+    /// Number of groups.
+    const LEN: usize;
+    /// Calls `f` with each group's member ids (at most [`MAX_GROUP_MEMBERS`] of them) until it
+    /// returns false; returns false when it did.
+    fn each_group(f: &mut dyn FnMut(&[TypeId]) -> bool) -> bool;
+    /// Calls `v` with the members list of every group containing `id`.
+    fn with_groups_of<V: GroupVisitor>(id: TypeId, v: &mut V);
+    /// Calls `v` with the members list of every group.
+    fn with_all<V: GroupVisitor>(v: &mut V);
+    /// Index of the first group containing `id`.
+    fn index_of(id: TypeId) -> Option<usize>;
+}
+
+/// Most members in one owned group.
+pub const MAX_GROUP_MEMBERS: usize = 8;
+
+/// Calls back with a group's member list.
+pub trait GroupVisitor {
+    /// Called with one group.
+    fn visit<G: ComponentList>(&mut self);
+}
+
+impl GroupList for () {
+    const LEN: usize = 0;
+    fn each_group(_: &mut dyn FnMut(&[TypeId]) -> bool) -> bool {
+        true
+    }
+    #[inline(always)]
+    fn with_groups_of<V: GroupVisitor>(_: TypeId, _: &mut V) {}
+    #[inline(always)]
+    fn with_all<V: GroupVisitor>(_: &mut V) {}
+    #[inline(always)]
+    fn index_of(_: TypeId) -> Option<usize> {
+        None
+    }
+}
+
+impl<G: ComponentList, R: GroupList> GroupList for (G, R) {
+    const LEN: usize = 1 + R::LEN;
+    fn each_group(f: &mut dyn FnMut(&[TypeId]) -> bool) -> bool {
+        let mut ids = [TypeId::of::<()>(); MAX_GROUP_MEMBERS + 1];
+        let n = G::ids(&mut ids);
+        f(&ids[..n]) && R::each_group(f)
+    }
+    #[inline(always)]
+    fn with_groups_of<V: GroupVisitor>(id: TypeId, v: &mut V) {
+        if G::contains(id) {
+            v.visit::<G>();
+        }
+        R::with_groups_of(id, v);
+    }
+    #[inline(always)]
+    fn with_all<V: GroupVisitor>(v: &mut V) {
+        v.visit::<G>();
+        R::with_all(v);
+    }
+    #[inline(always)]
+    fn index_of(id: TypeId) -> Option<usize> {
+        if G::contains(id) {
+            Some(0)
+        } else {
+            R::index_of(id).map(|i| i + 1)
+        }
+    }
+}

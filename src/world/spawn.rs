@@ -1,0 +1,269 @@
+//! Spawning: [`Bundle`]s (tuples of distinct component types) and the batch-spawn protocol.
+//!
+//! `spawn` creates one entity and inserts every component of its bundle, after one check of
+//! phase and budgets. `spawn_batch` reuses released slots first (LIFO, one entity at a time,
+//! exactly as `spawn`), then takes the rest as never-used slots in one step: every component's
+//! values are written straight into its pool's reserved capacity through a
+//! [`BatchWriter`](super::pool::BatchWriter) that holds the pool exclusively, and the fresh
+//! slots are published together at the end (nothing of that part is published if the
+//! iterator panics).
+//!
+//! A bundle's pools are taken out of the world's pool list by type, so a bundle naming one
+//! component type twice finds the second one taken and is refused
+//! ([`WorldError::DuplicateComponent`]) before anything changes. The type compares fold to
+//! constants: a valid bundle pays nothing for the check.
+
+use core::any::type_name;
+
+use bytemuck::Pod;
+
+use super::group::{Repack, RepackIn};
+use super::pool::BatchWriter;
+use super::roster::{ComponentList, GroupList, PoolsMut, PoolsMutList, Roster, Stores};
+use super::{ComponentPool, EntityId, WorldError};
+use crate::identity::{OwnerToken, FIRST_GENERATION};
+
+mod sealed {
+    use super::*;
+
+    /// The machinery of a [`Bundle`](super::Bundle), out of reach of other crates.
+    pub trait BundleParts<W: Roster>: Sized {
+        /// Number of components.
+        const LEN: u64;
+        /// One `&mut` pool per component.
+        type Pools<'a>;
+        /// One batch writer per component.
+        type Writers<'a>;
+        /// Takes every component's pool out of the world's list.
+        fn take<'a>(pools: &mut PoolsMut<'a, W>) -> Result<Self::Pools<'a>, WorldError>;
+        /// Whether every pool belongs to the registry of `owner`.
+        fn owned_by(pools: &Self::Pools<'_>, owner: OwnerToken) -> bool;
+        /// Whether every pool has `n` free entries.
+        fn room(pools: &Self::Pools<'_>, n: usize) -> bool;
+        /// Inserts every component for a just-created `entity`.
+        fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId);
+        /// Reserves `n` entries past the end of every pool.
+        fn writers<'a>(pools: Self::Pools<'a>, n: usize) -> Option<Self::Writers<'a>>;
+        /// Writes the `k`-th bundle of a batch.
+        ///
+        /// # Safety
+        /// `k` is below the `n` of [`writers`](Self::writers).
+        unsafe fn write(self, writers: &mut Self::Writers<'_>, k: usize);
+        /// Publishes `count` written bundles as the fresh slots `first..first + count`.
+        ///
+        /// # Safety
+        /// Bundles `0..count` were written.
+        unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize);
+        /// Whether any component belongs to an owned group (folds to a constant).
+        fn grouped() -> bool;
+        /// Packs `entity` into the groups its components complete.
+        fn pack<'a>(pools: &mut PoolsMut<'a, W>, entity: EntityId);
+    }
+}
+
+/// A tuple of 1 to 8 distinct component types of world `W`, spawned together (sealed).
+///
+/// Distinctness is checked once per call, with constant type compares that fold away:
+/// a bundle naming a type twice is refused with [`WorldError::DuplicateComponent`].
+pub trait Bundle<W: Roster>: sealed::BundleParts<W> {}
+
+/// The pool of `T` taken from `pools`, or why not.
+#[inline(always)]
+fn take_pool<'a, W: Roster, T: Pod>(
+    pools: &mut PoolsMut<'a, W>,
+) -> Result<&'a mut ComponentPool<T, W::Alloc>, WorldError> {
+    match pools.take::<T>() {
+        Some(pool) => Ok(pool),
+        None => Err(missing::<W, T>()),
+    }
+}
+
+/// The error for a pool that could not be taken: taken already (named twice) or not stored.
+#[cold]
+#[inline(never)]
+pub(crate) fn missing<W: Roster, T: Pod>() -> WorldError {
+    if W::Components::contains(core::any::TypeId::of::<T>()) {
+        WorldError::DuplicateComponent {
+            component: type_name::<T>(),
+        }
+    } else {
+        WorldError::UnknownComponent
+    }
+}
+
+/// Packs `entity` into every group containing `T`.
+#[inline(always)]
+pub(crate) fn pack_groups_of<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
+    let mut repack = Repack::pack(pools, entity);
+    W::Groups::with_groups_of(
+        core::any::TypeId::of::<T>(),
+        &mut RepackIn::<_, W::Alloc> {
+            repack: &mut repack,
+            _alloc: core::marker::PhantomData,
+        },
+    );
+}
+
+macro_rules! tuple_bundle {
+    ($len:literal; $($t:ident $i:tt),+) => {
+        impl<W: Roster $(+ Stores<$t>)+, $($t: Pod),+> sealed::BundleParts<W> for ($($t,)+) {
+            const LEN: u64 = $len;
+            type Pools<'a> = ($(&'a mut ComponentPool<$t, W::Alloc>,)+);
+            type Writers<'a> = ($(BatchWriter<'a, $t, W::Alloc>,)+);
+            #[inline(always)]
+            fn take<'a>(pools: &mut PoolsMut<'a, W>) -> Result<Self::Pools<'a>, WorldError> {
+                Ok(($(take_pool::<W, $t>(pools)?,)+))
+            }
+            #[inline(always)]
+            fn owned_by(pools: &Self::Pools<'_>, owner: OwnerToken) -> bool {
+                true $(&& pools.$i.owner() == owner)+
+            }
+            #[inline(always)]
+            fn room(pools: &Self::Pools<'_>, n: usize) -> bool {
+                true $(&& pools.$i.capacity() - pools.$i.len() >= n)+
+            }
+            #[inline(always)]
+            fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId) {
+                $( pools.$i.insert_validated(entity, self.$i); )+
+            }
+            #[inline(always)]
+            fn writers<'a>(pools: Self::Pools<'a>, n: usize) -> Option<Self::Writers<'a>> {
+                Some(($(pools.$i.batch_writer(n)?,)+))
+            }
+            #[inline(always)]
+            unsafe fn write(self, writers: &mut Self::Writers<'_>, k: usize) {
+                // SAFETY: forwarded contract (`k < n`), per component.
+                $( unsafe { writers.$i.write(k, self.$i) }; )+
+            }
+            #[inline]
+            unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize) {
+                // SAFETY: forwarded contract (bundles `0..count` written), per component.
+                $( unsafe { writers.$i.publish(first, count, FIRST_GENERATION) }; )+
+            }
+            #[inline(always)]
+            fn grouped() -> bool {
+                false $(|| W::Groups::index_of(core::any::TypeId::of::<$t>()).is_some())+
+            }
+            #[inline(always)]
+            fn pack<'a>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
+                $( pack_groups_of::<W, $t>(pools, entity); )+
+            }
+        }
+
+        impl<W: Roster $(+ Stores<$t>)+, $($t: Pod),+> Bundle<W> for ($($t,)+) {}
+    };
+}
+
+tuple_bundle!(1; T0 0);
+tuple_bundle!(2; T0 0, T1 1);
+tuple_bundle!(3; T0 0, T1 1, T2 2);
+tuple_bundle!(4; T0 0, T1 1, T2 2, T3 3);
+tuple_bundle!(5; T0 0, T1 1, T2 2, T3 3, T4 4);
+tuple_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
+tuple_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
+tuple_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
+
+/// Creates one entity holding every component of `bundle`; see
+/// [`WorldOps::spawn`](super::WorldOps::spawn).
+#[inline]
+pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
+    world: &mut W,
+    bundle: B,
+) -> Result<EntityId, WorldError> {
+    let entity = {
+        let (registry, mut pools) = world.parts();
+        let registry = &mut registry.0;
+        let mut bundle_pools = B::take(&mut pools)?;
+        if !B::owned_by(&bundle_pools, registry.owner()) {
+            return Err(WorldError::ForeignPool);
+        }
+        let entity = registry.try_create_charged(B::LEN)?;
+        bundle.insert(&mut bundle_pools, entity);
+        entity
+    };
+    if B::grouped() {
+        B::pack(&mut world.parts().1, entity);
+    }
+    Ok(entity)
+}
+
+/// Spawns one entity per bundle; see [`WorldOps::spawn_batch`](super::WorldOps::spawn_batch).
+pub(crate) fn spawn_batch<W, B, I>(world: &mut W, bundles: I) -> Result<usize, WorldError>
+where
+    W: Roster,
+    B: Bundle<W>,
+    I: IntoIterator<Item = B>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let bundles = bundles.into_iter();
+    let n = bundles.len();
+    let reuse = {
+        let (registry, mut pools) = world.parts();
+        let registry = &registry.0;
+        registry.check_create_budget(n)?;
+        let revisions = (n as u64)
+            .checked_mul(1 + B::LEN)
+            .ok_or(WorldError::RevisionExhausted)?;
+        registry.check_revisions(revisions)?;
+        let bundle_pools = B::take(&mut pools)?;
+        if !B::owned_by(&bundle_pools, registry.owner()) {
+            return Err(WorldError::ForeignPool);
+        }
+        // Never short in a world (a pool holds at most its registry's alive entities), but
+        // checked: the batch must be all or nothing.
+        if !B::room(&bundle_pools, n) {
+            return Err(registry.capacity_error(n));
+        }
+        // Released slots are reused first (LIFO), one entity at a time; the rest (all of
+        // them, if the registry cannot batch) too.
+        if registry.fresh_batchable() {
+            n.min(registry.available() - registry.fresh_available())
+        } else {
+            n
+        }
+    };
+    let mut bundles = bundles.take(n);
+    let mut spawned = 0;
+    for bundle in bundles.by_ref().take(reuse) {
+        // Cannot fail: the whole batch's budget was checked above.
+        spawn(world, bundle)?;
+        spawned += 1;
+    }
+    let rest = n - reuse;
+    if rest == 0 {
+        return Ok(spawned);
+    }
+    let (first, count) = {
+        let (registry, mut pools) = world.parts();
+        let registry = &mut registry.0;
+        let bundle_pools = B::take(&mut pools)?;
+        // The reused part grew each pool by at most `reuse`: `rest` entries are still free.
+        let mut writers = match B::writers(bundle_pools, rest) {
+            Some(writers) => writers,
+            None => return Err(registry.capacity_error(rest)),
+        };
+        let mut count = 0;
+        // Internal iteration (`for_each` → `fold`) lets each bundle go straight from the
+        // producer into the pools instead of through a stack copy per `next`.
+        bundles.for_each(|bundle| {
+            if count < rest {
+                // SAFETY: `count < rest`, the `n` the writers reserved.
+                unsafe { bundle.write(&mut writers, count) };
+                count += 1;
+            }
+        });
+        let first = registry.create_fresh_batch(count);
+        registry.advance_revision(B::LEN * count as u64);
+        // SAFETY: bundles `0..count` were written above.
+        unsafe { B::publish(writers, first, count) };
+        (first, count)
+    };
+    if B::grouped() {
+        let owner = world.parts_ref().0.owner();
+        for slot in first..first + count as u32 {
+            let entity = EntityId::from_raw_parts(owner, slot, FIRST_GENERATION);
+            B::pack(&mut world.parts().1, entity);
+        }
+    }
+    Ok(spawned + count)
+}
