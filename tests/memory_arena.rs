@@ -75,6 +75,38 @@ fn exhaustion_leaves_the_cursor_unchanged() {
 }
 
 #[test]
+fn zero_sized_slices_of_any_length_return_at_once_and_take_no_bytes() {
+    // A per-element loop over `usize::MAX` ZSTs would not finish in debug builds or under Miri;
+    // the fill must skip the writes, and the cursor must not move (`()` has alignment 1).
+    let mut bytes = [0u8; 8];
+    let mut arena = LinearArena::new(&mut bytes);
+    arena.try_alloc_pod(1u8).unwrap();
+    let (used, high) = (arena.used(), arena.high_water());
+    let units = arena.try_alloc_slice_fill(usize::MAX, ()).unwrap();
+    assert_eq!(units.len(), usize::MAX);
+    assert_eq!(
+        arena
+            .try_alloc_slice_zeroed::<()>(usize::MAX)
+            .unwrap()
+            .len(),
+        usize::MAX
+    );
+    assert_eq!((arena.used(), arena.high_water()), (used, high));
+    arena.scope(|s| {
+        assert_eq!(
+            s.try_alloc_slice_fill(usize::MAX, ()).unwrap().len(),
+            usize::MAX
+        );
+        assert_eq!(
+            s.try_alloc_slice_zeroed::<()>(usize::MAX).unwrap().len(),
+            usize::MAX
+        );
+        assert_eq!(s.used(), used);
+    });
+    assert_eq!((arena.used(), arena.high_water()), (used, high));
+}
+
+#[test]
 fn scopes_rewind_and_nest() {
     let mut bytes = vec![0u8; 256];
     let mut arena = LinearArena::new(&mut bytes);
