@@ -44,7 +44,14 @@ pub struct Handle<Tag: HandleTag> {
     _tag: PhantomData<Tag>,
 }
 
-const _: () = assert!(core::mem::size_of::<Handle<crate::world::EntityTag>>() == 16);
+/// A tag private to this file, so the size check below names nothing outside `identity`. The
+/// tag is a `PhantomData`, so the size is the same for every tag.
+enum SizeCheckTag {}
+impl HandleTag for SizeCheckTag {
+    const NAME: &'static str = "SizeCheck";
+    const OWNER: &'static str = "Owner";
+}
+const _: () = assert!(core::mem::size_of::<Handle<SizeCheckTag>>() == 16);
 
 impl<Tag: HandleTag> Handle<Tag> {
     /// The canonical null handle (all fields zero). Never validates against any registry.
@@ -55,10 +62,15 @@ impl<Tag: HandleTag> Handle<Tag> {
     ///
     /// # Examples
     /// ```
-    /// use ludus::EntityId;
-    /// let h = EntityId::from_raw_parts(42, 17, 9);
+    /// use ludus::identity::{Handle, HandleTag};
+    /// enum Voice {}
+    /// impl HandleTag for Voice {
+    ///     const NAME: &'static str = "Voice";
+    ///     const OWNER: &'static str = "Session";
+    /// }
+    /// let h = Handle::<Voice>::from_raw_parts(42, 17, 9);
     /// assert_eq!((h.owner(), h.slot(), h.generation()), (42, 17, 9));
-    /// assert_eq!(format!("{h:?}"), "Entity{World=42, Slot=17, Generation=9}");
+    /// assert_eq!(format!("{h:?}"), "Voice{Session=42, Slot=17, Generation=9}");
     /// ```
     #[inline(always)]
     pub const fn from_raw_parts(owner: u64, slot: u32, generation: u32) -> Self {
