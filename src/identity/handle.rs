@@ -13,9 +13,16 @@
 //! table above.
 //!
 //! A handle names one incarnation (slot + generation) inside one registry lifetime (owner
-//! token). It holds no pointer, no UUID and converts to no integer. Equality compares all three
-//! fields; equality and [`Handle::is_null`] say nothing about liveness — only the owning
-//! registry can validate a handle.
+//! token). It holds no pointer and no UUID. It has no `From`/`Into`/`TryFrom` conversion to or
+//! from an integer and cannot be cast with `as`; its fields are read with [`Handle::owner`],
+//! [`Handle::slot`] and [`Handle::generation`]. It is, however, [`bytemuck::Pod`]: its 16 bytes
+//! can be read and written through bytemuck (`bytes_of`, `cast` to `[u8; 16]`, `[u64; 2]` or
+//! `u128`, `cast_slice`), e.g. to copy handles as bytes. There is no serde impl, and the bytes are
+//! no persistence format (an owner token means nothing once its registry is gone). Reading bytes
+//! gives no validity: a handle rebuilt from bytes is as unchecked as one from
+//! [`Handle::from_raw_parts`]. Equality compares all three fields; equality and
+//! [`Handle::is_null`] say nothing about liveness — only the owning registry can validate a
+//! handle.
 
 use core::fmt;
 use core::hash::{Hash, Hasher};
