@@ -25,8 +25,11 @@ fn alignment_comes_from_the_real_address_and_padding_counts() {
 
 #[test]
 fn an_arena_can_move_to_another_thread_with_its_bytes() {
-    let mut bytes = vec![0u8; 64];
-    let mut arena = LinearArena::new(&mut bytes);
+    // 8-aligned backing: the `used() == 4` below must not depend on where the allocator (or
+    // Miri, whose addresses depend on everything allocated before) puts a byte vector.
+    let mut backing = vec![0u64; 8];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut backing);
+    let mut arena = LinearArena::new(bytes);
     arena.try_alloc_pod(1u32).unwrap();
     let used = std::thread::scope(|s| {
         s.spawn(move || {
@@ -72,6 +75,38 @@ fn exhaustion_leaves_the_cursor_unchanged() {
     // The exact remainder still fits: no hidden reserve.
     arena.try_alloc_bytes(layout(12, 1)).unwrap();
     assert_eq!(arena.remaining(), 0);
+}
+
+#[test]
+fn zero_sized_slices_of_any_length_return_at_once_and_take_no_bytes() {
+    // A per-element loop over `usize::MAX` ZSTs would not finish in debug builds or under Miri;
+    // the fill must skip the writes, and the cursor must not move (`()` has alignment 1).
+    let mut bytes = [0u8; 8];
+    let mut arena = LinearArena::new(&mut bytes);
+    arena.try_alloc_pod(1u8).unwrap();
+    let (used, high) = (arena.used(), arena.high_water());
+    let units = arena.try_alloc_slice_fill(usize::MAX, ()).unwrap();
+    assert_eq!(units.len(), usize::MAX);
+    assert_eq!(
+        arena
+            .try_alloc_slice_zeroed::<()>(usize::MAX)
+            .unwrap()
+            .len(),
+        usize::MAX
+    );
+    assert_eq!((arena.used(), arena.high_water()), (used, high));
+    arena.scope(|s| {
+        assert_eq!(
+            s.try_alloc_slice_fill(usize::MAX, ()).unwrap().len(),
+            usize::MAX
+        );
+        assert_eq!(
+            s.try_alloc_slice_zeroed::<()>(usize::MAX).unwrap().len(),
+            usize::MAX
+        );
+        assert_eq!(s.used(), used);
+    });
+    assert_eq!((arena.used(), arena.high_water()), (used, high));
 }
 
 #[test]

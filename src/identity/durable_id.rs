@@ -1,12 +1,14 @@
 //! Typed durable ids: 16 canonical UUID bytes each, never nil, never mixed up.
 //!
 //! Each wrapper is `repr(transparent)` over `[u8; 16]` in RFC 9562 byte order, so it is `Pod`
-//! with alignment 1 and packs without padding. The only ways in are validating constructors
-//! ([`AssetId::from_uuid`], [`FromStr`](core::str::FromStr), [`AssetId::mint`], serde); the
-//! only way out is the explicit [`AssetId::as_uuid`]. There is no `From` between kinds.
+//! with alignment 1 and packs without padding. The validating ways in are
+//! [`AssetId::from_uuid`], [`FromStr`](core::str::FromStr), [`AssetId::mint`],
+//! [`AssetId::mint_unique`] and serde; the ways out are [`AssetId::as_uuid`],
+//! [`AssetId::as_bytes`] and `Display`. There is no `From` between kinds.
 //!
-//! `Pod` means a zeroed value can be conjured (`bytemuck::Zeroable`); such a value is not an
-//! identity, and every boundary that accepts bytes re-validates with [`AssetId::from_uuid`].
+//! `Pod` means bytemuck can conjure a value from any 16 bytes without validation (a zeroed one is
+//! nil); such a value is not an identity, and every boundary that accepts bytes re-validates with
+//! [`AssetId::from_uuid`].
 
 use core::fmt;
 use core::hash::{Hash, Hasher};

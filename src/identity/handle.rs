@@ -13,9 +13,16 @@
 //! table above.
 //!
 //! A handle names one incarnation (slot + generation) inside one registry lifetime (owner
-//! token). It holds no pointer, no UUID and converts to no integer. Equality compares all three
-//! fields; equality and [`Handle::is_null`] say nothing about liveness — only the owning
-//! registry can validate a handle.
+//! token). It holds no pointer and no UUID. It has no `From`/`Into`/`TryFrom` conversion to or
+//! from an integer and cannot be cast with `as`; its fields are read with [`Handle::owner`],
+//! [`Handle::slot`] and [`Handle::generation`]. It is, however, [`bytemuck::Pod`]: its 16 bytes
+//! can be read and written through bytemuck (`bytes_of`, `cast` to `[u8; 16]`, `[u64; 2]` or
+//! `u128`, `cast_slice`), e.g. to copy handles as bytes. There is no serde impl, and the bytes are
+//! no persistence format (an owner token means nothing once its registry is gone). Reading bytes
+//! gives no validity: a handle rebuilt from bytes is as unchecked as one from
+//! [`Handle::from_raw_parts`]. Equality compares all three fields; equality and
+//! [`Handle::is_null`] say nothing about liveness — only the owning registry can validate a
+//! handle.
 
 use core::fmt;
 use core::hash::{Hash, Hasher};
@@ -44,7 +51,14 @@ pub struct Handle<Tag: HandleTag> {
     _tag: PhantomData<Tag>,
 }
 
-const _: () = assert!(core::mem::size_of::<Handle<crate::world::EntityTag>>() == 16);
+/// A tag private to this file, so the size check below names nothing outside `identity`. The
+/// tag is a `PhantomData`, so the size is the same for every tag.
+enum SizeCheckTag {}
+impl HandleTag for SizeCheckTag {
+    const NAME: &'static str = "SizeCheck";
+    const OWNER: &'static str = "Owner";
+}
+const _: () = assert!(core::mem::size_of::<Handle<SizeCheckTag>>() == 16);
 
 impl<Tag: HandleTag> Handle<Tag> {
     /// The canonical null handle (all fields zero). Never validates against any registry.
@@ -55,10 +69,15 @@ impl<Tag: HandleTag> Handle<Tag> {
     ///
     /// # Examples
     /// ```
-    /// use ludus::EntityId;
-    /// let h = EntityId::from_raw_parts(42, 17, 9);
+    /// use ludus::identity::{Handle, HandleTag};
+    /// enum Voice {}
+    /// impl HandleTag for Voice {
+    ///     const NAME: &'static str = "Voice";
+    ///     const OWNER: &'static str = "Session";
+    /// }
+    /// let h = Handle::<Voice>::from_raw_parts(42, 17, 9);
     /// assert_eq!((h.owner(), h.slot(), h.generation()), (42, 17, 9));
-    /// assert_eq!(format!("{h:?}"), "Entity{World=42, Slot=17, Generation=9}");
+    /// assert_eq!(format!("{h:?}"), "Voice{Session=42, Slot=17, Generation=9}");
     /// ```
     #[inline(always)]
     pub const fn from_raw_parts(owner: u64, slot: u32, generation: u32) -> Self {

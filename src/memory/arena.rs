@@ -228,6 +228,10 @@ impl<'buf> LinearArena<'buf> {
 
     /// A slice of `len` copies of `value`.
     ///
+    /// The copies are bitwise (`T: Pod` is `Copy`; no user code runs). A zero-sized `T` takes no
+    /// bytes beyond alignment padding and nothing is written, so any `len` (even `usize::MAX`)
+    /// returns at once.
+    ///
     /// # Errors
     /// [`ArenaError`]; the cursor is unchanged.
     #[inline]
@@ -286,11 +290,18 @@ pub(crate) fn alloc_slice_fill<'a, T: Pod>(
     value: T,
 ) -> Result<&'a mut [T], ArenaError> {
     let p = arena.bump(AllocationLayout::array::<T>(len)?)?.cast::<T>();
-    for i in 0..len {
-        // SAFETY: `i < len` and the block holds `len` aligned `T`s.
-        unsafe { p.as_ptr().add(i).write(value) };
+    // A zero-sized `T` needs no storage and has no bytes to initialize, so the writes are
+    // skipped: `len` may be `usize::MAX`, and a per-element loop would not finish in debug
+    // builds or under Miri. Skipping is unobservable because `T: Pod` is `Copy` with no `Drop`:
+    // filling copies bits and never runs user code (no `Clone::clone` call to elide).
+    if size_of::<T>() != 0 {
+        for i in 0..len {
+            // SAFETY: `i < len` and the block holds `len` aligned `T`s.
+            unsafe { p.as_ptr().add(i).write(value) };
+        }
     }
-    // SAFETY: all `len` elements are initialized; exclusivity and lifetime as in `alloc_bytes`.
+    // SAFETY: all `len` elements are initialized (a zero-sized `T` has no bytes to
+    // initialize, and `p` is aligned for `T`); exclusivity and lifetime as in `alloc_bytes`.
     Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), len) })
 }
 

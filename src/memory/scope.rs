@@ -110,7 +110,8 @@ impl<'s> ScratchScope<'s> {
         arena::alloc_slice_copy(self.arena, src)
     }
 
-    /// A slice of `len` copies of `value`.
+    /// A slice of `len` copies of `value`; as [`LinearArena::try_alloc_slice_fill`] (bitwise
+    /// copies, and a zero-sized `T` writes nothing, so any `len` returns at once).
     ///
     /// # Errors
     /// [`ArenaError`]; the cursor is unchanged.
