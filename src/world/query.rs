@@ -14,39 +14,40 @@ use super::dense::Index;
 use super::{ComponentPool, EntityId};
 
 mod sealed {
-    pub trait Sealed {}
+    use super::EntityId;
+
+    /// The probing machinery of a [`Column`](super::Column), out of reach of other crates.
+    pub trait Sealed {
+        /// What the join yields for this column.
+        type Item;
+        fn dense_len(&self) -> usize;
+        fn owner_at(&self, i: usize) -> EntityId;
+        fn index_of(&self, entity: EntityId) -> Option<usize>;
+        fn holds(&self, i: usize, entity: EntityId) -> bool;
+        /// `entity`'s dense index, trying `hint` first (pools filled in the same order share
+        /// dense positions, so a join of them never probes a sparse map).
+        #[inline(always)]
+        fn index_near(&self, entity: EntityId, hint: usize) -> Option<usize> {
+            if self.holds(hint, entity) {
+                Some(hint)
+            } else {
+                self.index_of(entity)
+            }
+        }
+        /// # Safety
+        /// `i < self.dense_len()`, and for columns yielding `&mut` each `i` is fetched at most
+        /// once during the column's lifetime.
+        unsafe fn fetch(&mut self, i: usize) -> Self::Item;
+    }
 }
 
+use sealed::Sealed;
+
 /// One column of a join, made from `&ComponentPool<T>` (items `&T`) or `&mut ComponentPool<T>`
-/// (items `&mut T`). Sealed.
-pub trait Column: sealed::Sealed {
-    /// What the join yields for this column.
-    type Item;
-    #[doc(hidden)]
-    fn dense_len(&self) -> usize;
-    #[doc(hidden)]
-    fn owner_at(&self, i: usize) -> EntityId;
-    #[doc(hidden)]
-    fn index_of(&self, entity: EntityId) -> Option<usize>;
-    #[doc(hidden)]
-    fn holds(&self, i: usize, entity: EntityId) -> bool;
-    /// `entity`'s dense index, trying `hint` first (pools filled in the same order share
-    /// dense positions, so a join of them never probes a sparse map).
-    #[doc(hidden)]
-    #[inline(always)]
-    fn index_near(&self, entity: EntityId, hint: usize) -> Option<usize> {
-        if self.holds(hint, entity) {
-            Some(hint)
-        } else {
-            self.index_of(entity)
-        }
-    }
-    /// # Safety
-    /// `i < self.dense_len()`, and for columns yielding `&mut` each `i` is fetched at most
-    /// once during the column's lifetime.
-    #[doc(hidden)]
-    unsafe fn fetch(&mut self, i: usize) -> Self::Item;
-}
+/// (items `&mut T`). Sealed: its probing methods are private to the crate.
+pub trait Column: sealed::Sealed {}
+
+impl<C: sealed::Sealed> Column for C {}
 
 /// Converts a pool borrow into a [`Column`].
 pub trait IntoColumn {
@@ -63,9 +64,7 @@ pub struct ColumnRef<'p, T: Pod> {
     values: &'p [T],
 }
 
-impl<T: Pod> sealed::Sealed for ColumnRef<'_, T> {}
-
-impl<'p, T: Pod> Column for ColumnRef<'p, T> {
+impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     type Item = &'p T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
@@ -84,7 +83,7 @@ impl<'p, T: Pod> Column for ColumnRef<'p, T> {
         self.index.holds(i, entity)
     }
     /// # Safety
-    /// As [`Column::fetch`].
+    /// As `Column`'s `fetch`: `i < dense_len()`, each `i` at most once for `&mut`.
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p T {
         &self.values[i]
@@ -111,9 +110,7 @@ pub struct ColumnMut<'p, T: Pod> {
     _values: PhantomData<&'p mut [T]>,
 }
 
-impl<T: Pod> sealed::Sealed for ColumnMut<'_, T> {}
-
-impl<'p, T: Pod> Column for ColumnMut<'p, T> {
+impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     type Item = &'p mut T;
     #[inline(always)]
     fn dense_len(&self) -> usize {
@@ -132,7 +129,7 @@ impl<'p, T: Pod> Column for ColumnMut<'p, T> {
         self.index.holds(i, entity)
     }
     /// # Safety
-    /// As [`Column::fetch`].
+    /// As `Column`'s `fetch`: `i < dense_len()`, each `i` at most once for `&mut`.
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
         debug_assert!(
@@ -222,7 +219,7 @@ macro_rules! tuple_join {
         }
 
         impl<$($c: Column),+> Iterator for Join<($($c,)+)> {
-            type Item = (EntityId, ($($c::Item,)+));
+            type Item = (EntityId, ($(<$c as Sealed>::Item,)+));
 
             #[inline]
             fn next(&mut self) -> Option<Self::Item> {
