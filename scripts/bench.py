@@ -4,6 +4,10 @@
     python3 scripts/bench.py <bench-target> [-p PACKAGE] [--features F] [--name NAME]
                              [--iai] [-- <extra args passed to the bench binary>]
 
+The package defaults to the workspace member that owns the bench target: `ludus-benches`
+(benches/crate/) for identity, memory, world and their `_iai` twins, `ludus-peers` for peers.
+`--features` are that package's features (`ludus-benches` forwards `mimalloc` and `rayon`).
+
 Criterion targets: every `benchmark_group` is a workload, every function id in it a contender.
 Contenders named `ludus` or `ludus_*` are ours, `raw` is the raw-Vec limit, anything else is a
 peer or baseline. For each of our contenders the file gives the ratio of its median to every other
@@ -69,6 +73,18 @@ def crate_versions() -> dict:
             if m.group(1) in TRACKED_CRATES:
                 found.setdefault(m.group(1), []).append(m.group(2))
     return {k: ", ".join(sorted(set(v))) for k, v in sorted(found.items())}
+
+
+def bench_owner(target: str) -> str | None:
+    """The workspace member with a [[bench]] target named `target` (None if none or unknown)."""
+    try:
+        meta = json.loads(sh("cargo", "metadata", "--no-deps", "--format-version", "1") or "{}")
+    except json.JSONDecodeError:
+        return None
+    for pkg in meta.get("packages", []):
+        if any(t["name"] == target and "bench" in t["kind"] for t in pkg["targets"]):
+            return pkg["name"]
+    return None
 
 
 def revision() -> dict:
@@ -202,7 +218,8 @@ def main() -> int:
         argv, extra = argv[:i], argv[i + 1:]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("target", help="the [[bench]] target to run")
-    ap.add_argument("-p", "--package", default=None)
+    ap.add_argument("-p", "--package", default=None,
+                    help="the package (default: the workspace member that owns the target)")
     ap.add_argument("--features", default="")
     ap.add_argument("--name", default=None, help="result file stem (default: the target)")
     ap.add_argument("--iai", action="store_true", help="an iai-callgrind target")
@@ -210,9 +227,10 @@ def main() -> int:
 
     features = [f for f in re.split(r"[ ,]+", args.features) if f]
     name = args.name or (args.target + ("-" + "-".join(features) if features else ""))
+    package = args.package or bench_owner(args.target)
     cmd = ["cargo", "bench"]
-    if args.package:
-        cmd += ["-p", args.package]
+    if package:
+        cmd += ["-p", package]
     cmd += ["--bench", args.target]
     if features:
         cmd += ["--features", ",".join(features)]
