@@ -109,6 +109,50 @@ struct Model {
     alive: HashMap<EntityId, Row>,
     retired: usize,
     structural: bool,
+    /// The registry's owner token.
+    owner: u64,
+    /// Released, reusable slots with the generation they come back at (LIFO: last on top).
+    free: Vec<(u32, u32)>,
+    /// Slots `>= high` were never created.
+    high: u32,
+    /// Last creation sequence issued, and each alive entity's.
+    last_sequence: u64,
+    sequence: HashMap<EntityId, u64>,
+}
+
+impl Model {
+    /// The handle the next create must return: the most recently released slot, else the
+    /// next fresh one (slot 1 starts near the terminal generation, see `run`).
+    fn create(&mut self, row: Row) -> EntityId {
+        let (slot, generation) = self.free.pop().unwrap_or_else(|| {
+            self.high += 1;
+            let slot = self.high - 1;
+            (
+                slot,
+                if slot == 1 {
+                    TERMINAL_GENERATION - 1
+                } else {
+                    1
+                },
+            )
+        });
+        let e = EntityId::from_raw_parts(self.owner, slot, generation);
+        self.last_sequence += 1;
+        self.sequence.insert(e, self.last_sequence);
+        self.alive.insert(e, row);
+        e
+    }
+
+    /// Releases an alive entity: its slot comes back at the next generation, or retires.
+    fn destroy(&mut self, e: EntityId) {
+        self.alive.remove(&e).unwrap();
+        self.sequence.remove(&e);
+        if e.generation() == TERMINAL_GENERATION {
+            self.retired += 1;
+        } else {
+            self.free.push((e.slot(), e.generation() + 1));
+        }
+    }
 }
 
 fn pick(handles: &[EntityId], i: usize) -> EntityId {
@@ -196,7 +240,14 @@ fn run(ops: Vec<Op>) {
         alive: HashMap::new(),
         retired: 0,
         structural: true,
+        owner: w.registry.owner(),
+        free: Vec::new(),
+        high: 0,
+        last_sequence: 0,
+        sequence: HashMap::new(),
     };
+    // Provisionals of epochs before the last commit or clear: they never resolve again.
+    let mut stale_provisionals: Vec<Provisional> = Vec::new();
     let mut cmd = CommandBuffer::try_with_capacity(COMMANDS, BYTES).unwrap();
     let mut recorded: Vec<Recorded> = Vec::new();
     let mut bytes = 0usize;
@@ -213,8 +264,8 @@ fn run(ops: Vec<Op>) {
                 } else {
                     let e = got.unwrap();
                     assert!(!handles.contains(&e), "fresh handle {e:?}");
+                    assert_eq!(e, m.create(Row::default()), "LIFO reuse, then fresh slots");
                     handles.push(e);
-                    m.alive.insert(e, Row::default());
                 }
             }
             Op::Spawn(a, b) => {
@@ -232,18 +283,13 @@ fn run(ops: Vec<Op>) {
                         b: Some(B(b)),
                         c: None,
                     };
-                    m.alive.insert(e, row);
+                    assert_eq!(e, m.create(row), "LIFO reuse, then fresh slots");
                 }
             }
             Op::Destroy(i) => {
                 let e = pick(&handles, i);
                 match (w.destroy(e), expect_change(&m, e)) {
-                    (Ok(()), Ok(())) => {
-                        m.alive.remove(&e);
-                        if e.generation() == TERMINAL_GENERATION {
-                            m.retired += 1;
-                        }
-                    }
+                    (Ok(()), Ok(())) => m.destroy(e),
                     (Err(got), Err(())) => check_error(got, &m),
                     (got, want) => panic!("destroy {e:?}: {got:?} vs {want:?}"),
                 }
@@ -406,6 +452,8 @@ fn run(ops: Vec<Op>) {
                     Ok(())
                 };
                 let got = w.commit(&mut cmd);
+                let got_ok = got.is_ok();
+                let last_creates = if got_ok { creates } else { 0 };
                 match (got, expected) {
                     (Ok(()), Ok(())) => {
                         for r in &recorded {
@@ -414,18 +462,14 @@ fn run(ops: Vec<Op>) {
                                     let e = cmd.resolve(p).unwrap();
                                     assert!(!handles.contains(&e));
                                     handles.push(e);
-                                    m.alive.insert(e, Row::default());
+                                    assert_eq!(e, m.create(Row::default()), "commit order");
+                                    stale_provisionals.push(p);
                                 }
                                 Recorded::InsertAOnCreated(p, v) => {
                                     let e = cmd.resolve(p).unwrap();
                                     m.alive.get_mut(&e).unwrap().a = Some(A(v));
                                 }
-                                Recorded::Destroy(e) => {
-                                    m.alive.remove(&e);
-                                    if e.generation() == TERMINAL_GENERATION {
-                                        m.retired += 1;
-                                    }
-                                }
+                                Recorded::Destroy(e) => m.destroy(e),
                                 Recorded::InsertB(e, v) => {
                                     m.alive.get_mut(&e).unwrap().b = Some(B(v));
                                 }
@@ -447,12 +491,33 @@ fn run(ops: Vec<Op>) {
                         }
                         assert_eq!(cmd.len(), recorded.len(), "failed commit keeps the buffer");
                         cmd.clear(&w.registry).unwrap();
+                        for r in &recorded {
+                            if let Recorded::Create(p) = *r {
+                                assert_eq!(cmd.resolve(p), None, "cleared before commit");
+                                stale_provisionals.push(p);
+                            }
+                        }
                     }
                     (got, want) => panic!("commit: {got:?} vs {want:?} for {recorded:?}"),
                 }
                 recorded.clear();
                 pending.clear();
                 bytes = 0;
+                // Only the last commit's provisionals resolve; older epochs never do, and a
+                // buffer refuses to record against them.
+                let last = stale_provisionals.len();
+                for (k, &p) in stale_provisionals.iter().enumerate() {
+                    let current = matches!(got_ok, true) && k >= last - last_creates;
+                    assert_eq!(
+                        cmd.resolve(p).is_some(),
+                        current,
+                        "provisional {k} of {last}"
+                    );
+                    assert_eq!(
+                        cmd.insert(&w.registry, p, C(1)),
+                        Err(CommandError::ForeignProvisional)
+                    );
+                }
             }
             Op::SpawnBatch(n, a) => {
                 let n = usize::from(n);
@@ -464,22 +529,17 @@ fn run(ops: Vec<Op>) {
                     assert!(matches!(got, Err(WorldError::CapacityExhausted { .. })));
                 } else if n > 0 {
                     assert_eq!(got, Ok(n));
-                    // The new handles are the pool's owners not seen before.
-                    let spawned: Vec<EntityId> =
-                        w.a.owners()
-                            .iter()
-                            .filter(|e| !handles.contains(e))
-                            .collect();
-                    assert_eq!(spawned.len(), n, "each bundle spawned one new entity");
-                    for e in spawned {
-                        let k = w.get::<B>(e).unwrap().0 as u32;
-                        handles.push(e);
+                    // Bundle `k` took the slot the `k`-th create would have.
+                    for k in 0..n as u32 {
                         let row = Row {
                             a: Some(A(a.wrapping_add(k))),
                             b: Some(B(u64::from(k))),
                             c: None,
                         };
-                        m.alive.insert(e, row);
+                        let e = m.create(row);
+                        assert_eq!(w.get::<B>(e), Some(&B(u64::from(k))), "bundle {k} at {e:?}");
+                        assert!(!handles.contains(&e));
+                        handles.push(e);
                     }
                 }
             }
@@ -539,6 +599,14 @@ fn run(ops: Vec<Op>) {
         }
         assert_eq!(w.registry.len(), m.alive.len());
         assert_eq!(w.registry.retired(), m.retired);
+        assert_eq!(w.registry.last_sequence(), m.last_sequence);
+        for (&e, &seq) in &m.sequence {
+            assert_eq!(
+                w.registry.creation_sequence(e),
+                Some(seq),
+                "sequence of {e:?}"
+            );
+        }
         assert_eq!(
             w.a.len(),
             m.alive.values().filter(|r| r.a.is_some()).count()

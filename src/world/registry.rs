@@ -157,7 +157,14 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// releasing) another's handles, and one pool from holding two registries' entities.
     /// A [`TokenSource`] used only by one test or model, with every registry of that test
     /// made from it, satisfies this; the process-wide source's tokens never collide with it
-    /// only if its range is disjoint, which nothing checks.
+    /// only if its range is disjoint, which nothing checks. Safe code cannot pick a token:
+    ///
+    /// ```compile_fail,E0133
+    /// use ludus::identity::TokenSource;
+    /// use ludus::world::EntityRegistry;
+    /// let twin = TokenSource::new(); // issues 1, 2, … like the process-wide source
+    /// let reg = EntityRegistry::try_with_capacity_and_tokens(4, allocator_api2::alloc::Global, &twin);
+    /// ```
     pub unsafe fn try_with_capacity_and_tokens(
         capacity: usize,
         alloc: A,

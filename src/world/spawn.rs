@@ -200,15 +200,15 @@ where
     let reuse = {
         let (registry, mut pools) = world.parts();
         let registry = &registry.0;
+        let bundle_pools = B::take(&mut pools)?;
+        if !B::owned_by(&bundle_pools, registry.owner()) {
+            return Err(WorldError::ForeignPool);
+        }
         registry.check_create_budget(n)?;
         let revisions = (n as u64)
             .checked_mul(1 + B::LEN)
             .ok_or(WorldError::RevisionExhausted)?;
         registry.check_revisions(revisions)?;
-        let bundle_pools = B::take(&mut pools)?;
-        if !B::owned_by(&bundle_pools, registry.owner()) {
-            return Err(WorldError::ForeignPool);
-        }
         // Never short in a world (a pool holds at most its registry's alive entities), but
         // checked: the batch must be all or nothing.
         if !B::room(&bundle_pools, n) {

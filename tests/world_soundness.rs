@@ -1,0 +1,346 @@
+//! Regression tests for reproducers of undefined behaviour and broken guarantees reachable
+//! from safe code (none of these programs contains `unsafe`). Each must be refused at compile
+//! time (see the `compile_fail` doctests in `world/mod.rs` and `world/registry.rs`) or with a
+//! typed error or panic before any state changes. CI runs this file in debug, in release and
+//! under Miri.
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bytemuck::{Pod, Zeroable};
+use ludus::prelude::*;
+use ludus::world::{
+    CommandError, ComponentList, ComponentPool, EntityRegistry, GroupList, Parts, PartsRef,
+    ReadOnly, Rejection, Roster,
+};
+
+/// Component A.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct A(u32);
+/// Component B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct B(u32);
+
+ludus::world! {
+    /// Two pools, grouped.
+    pub struct W {
+        /// A.
+        pub a: A,
+        /// B.
+        pub b: B,
+    }
+    groups { ab(a: A, b: B) }
+}
+
+ludus::world! {
+    /// Two pools, no group.
+    pub struct Loose {
+        /// A.
+        pub a: A,
+        /// B.
+        pub b: B,
+    }
+}
+
+/// Every dense entry of `pool` names a distinct slot (what joins rely on).
+fn keys_unique<T: Pod>(pool: &ComponentPool<T>) -> bool {
+    let mut seen = HashSet::new();
+    pool.owners().iter().all(|e| seen.insert(e.slot()))
+}
+
+fn snapshot(w: &W) -> (usize, u64, u64, usize, usize) {
+    (
+        w.registry.len(),
+        w.registry.structural_revision(),
+        w.registry.last_sequence(),
+        w.a.len(),
+        w.b.len(),
+    )
+}
+
+#[test]
+fn a_bundle_naming_a_type_twice_is_refused_before_anything_changes() {
+    for capacity in [1, 2, 8] {
+        let mut w = W::try_new(capacity).unwrap();
+        let before = snapshot(&w);
+        let dup = |w: &mut W| w.spawn((A(1), A(2)));
+        assert!(matches!(
+            dup(&mut w),
+            Err(WorldError::DuplicateComponent { component }) if component.ends_with("::A")
+        ));
+        assert!(matches!(
+            w.spawn_batch([(A(1), A(2)), (A(3), A(4))]),
+            Err(WorldError::DuplicateComponent { .. })
+        ));
+        assert!(matches!(
+            w.spawn((A(1), B(1), A(2))),
+            Err(WorldError::DuplicateComponent { .. })
+        ));
+        assert_eq!(
+            snapshot(&w),
+            before,
+            "nothing changed (capacity {capacity})"
+        );
+        // The world still works, and a join over it yields each entity once.
+        let e = w.spawn((A(7), B(8))).unwrap();
+        assert_eq!(join((&mut w.a, &mut w.b)).count(), 1);
+        assert_eq!(w.get::<A>(e), Some(&A(7)));
+        w.destroy(e).unwrap();
+        assert_eq!(w.get::<A>(e), None);
+        assert!(keys_unique(&w.a) && keys_unique(&w.b) && w.check_groups());
+    }
+}
+
+#[test]
+fn swapped_registries_are_refused_as_foreign_pools() {
+    let mut w1 = W::try_new(4).unwrap();
+    let mut w2 = W::try_new(4).unwrap();
+    let e1 = w1.spawn((A(1), B(1))).unwrap();
+    let e2 = w2.spawn((A(2), B(2))).unwrap();
+    std::mem::swap(&mut w1.registry, &mut w2.registry);
+    // w1 now holds w2's registry beside its own pools: every structural change is refused.
+    let before = snapshot(&w1);
+    assert_eq!(w1.spawn((A(3), B(3))), Err(WorldError::ForeignPool));
+    assert_eq!(
+        w1.spawn_batch([(A(3),), (A(4),)]),
+        Err(WorldError::ForeignPool)
+    );
+    assert_eq!(w1.insert(e2, A(9)), Err(WorldError::ForeignPool));
+    assert_eq!(w1.remove::<A>(e2), Err(WorldError::ForeignPool));
+    assert_eq!(
+        w1.insert_batch(&[e2], &[A(9)]),
+        Err(WorldError::ForeignPool)
+    );
+    assert_eq!(w1.remove_batch::<A>(&[e2]), Err(WorldError::ForeignPool));
+    assert_eq!(w1.destroy(e2), Err(WorldError::ForeignPool));
+    assert_eq!(snapshot(&w1), before);
+    assert!(
+        w1.registry.is_alive(e2),
+        "the refused destroy released nothing"
+    );
+    // Reads answer for the pools' own entities only.
+    assert_eq!(w1.get::<A>(e2), None);
+    assert_eq!(w1.get::<A>(e1), Some(&A(1)));
+    // Swapping back restores both worlds.
+    std::mem::swap(&mut w1.registry, &mut w2.registry);
+    w1.destroy(e1).unwrap();
+    w2.destroy(e2).unwrap();
+    assert!(keys_unique(&w1.a) && keys_unique(&w2.a));
+}
+
+#[test]
+fn swapped_pools_are_refused_as_foreign_pools() {
+    let mut w1 = Loose::try_new(4).unwrap();
+    let mut w2 = Loose::try_new(4).unwrap();
+    let e1 = w1.spawn((A(1),)).unwrap();
+    let e2 = w2.spawn((A(2),)).unwrap();
+    std::mem::swap(&mut w1.a, &mut w2.a);
+    assert_eq!(w1.spawn((A(3),)), Err(WorldError::ForeignPool));
+    assert_eq!(w1.insert(e1, A(9)), Err(WorldError::ForeignPool));
+    assert_eq!(w1.destroy(e1), Err(WorldError::ForeignPool));
+    assert!(w1.registry.is_alive(e1));
+    // B's pool is still w1's own: changes there go through.
+    w1.insert(e1, B(5)).unwrap();
+    std::mem::swap(&mut w1.a, &mut w2.a);
+    w1.destroy(e1).unwrap();
+    w2.destroy(e2).unwrap();
+}
+
+/// A hand-written roster that lies: it hands out a different pool of `A` on every call, both
+/// bound to its registry. Nothing unsafe may rely on a roster; the worst it may do is make its
+/// own world answer wrongly.
+struct Liar {
+    registry: ReadOnly<EntityRegistry>,
+    first: ComponentPool<A>,
+    second: ComponentPool<A>,
+    flip: bool,
+}
+
+impl Roster for Liar {
+    type Alloc = ludus::world::__private::Global;
+    type Components = (A, ());
+    type Groups = ();
+    fn parts(&mut self) -> Parts<'_, Self> {
+        self.flip = !self.flip;
+        let pool = if self.flip {
+            &mut self.first
+        } else {
+            &mut self.second
+        };
+        (&mut self.registry, (Some(pool), ()))
+    }
+    fn parts_ref(&self) -> PartsRef<'_, Self> {
+        (&self.registry, (&self.first, ()))
+    }
+}
+
+impl ludus::world::Stores<A> for Liar {}
+
+#[test]
+fn a_lying_roster_cannot_corrupt_a_pool() {
+    let capacity = if cfg!(miri) { 8 } else { 32 };
+    let alloc = ludus::world::__private::Global;
+    let mut w = Liar {
+        registry: ReadOnly::new(EntityRegistry::try_unbound_in(capacity, alloc).unwrap()),
+        first: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
+        second: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
+        flip: false,
+    };
+    // Binds the pool of the first call, then (the registry bound) the other one.
+    w.try_bind().unwrap();
+    w.try_bind().unwrap();
+    assert!(w.first.owner() != 0 && w.first.owner() == w.second.owner());
+    let mut live = Vec::new();
+    for round in 0..6u32 {
+        let n = (capacity - w.registry.len()).min(3);
+        let spawned = w.spawn_batch((0..n).map(|k| (A(round * 10 + k as u32),)));
+        assert!(spawned.is_ok(), "{spawned:?}");
+        if let Ok(e) = w.spawn((A(round),)) {
+            live.push(e);
+        }
+        // Destroys visit only one of the two pools: the other keeps a stale entry.
+        for e in live.drain(..).step_by(2) {
+            w.destroy(e).unwrap();
+        }
+        let owners: Vec<EntityId> = w.first.owners().iter().collect();
+        for e in owners.into_iter().take(2) {
+            if w.registry.is_alive(e) {
+                w.destroy(e).unwrap();
+            }
+        }
+        for pool in [&w.first, &w.second] {
+            assert!(keys_unique(pool), "round {round}: one entry per slot");
+            assert!(pool.len() <= capacity);
+        }
+        // A join of the two pools never yields two `&mut` to one value.
+        let mut seen = HashSet::new();
+        for (e, (x, y)) in join((&mut w.first, &mut w.second)) {
+            assert!(seen.insert(e));
+            x.0 = x.0.wrapping_add(1);
+            y.0 = y.0.wrapping_add(1);
+        }
+    }
+}
+
+#[test]
+fn a_query_naming_a_pool_twice_panics_instead_of_aliasing() {
+    let mut w = Loose::try_new(2).unwrap();
+    let got = catch_unwind(AssertUnwindSafe(|| {
+        let (x, y) = w.pools_mut::<(&mut A, &mut A)>();
+        (x.len(), y.len())
+    }));
+    assert!(got.is_err());
+    let (x, y) = w.pools_mut::<(&mut A, &B)>();
+    assert_eq!((x.len(), y.len()), (0, 0));
+}
+
+/// A generic system over any world that stores `A` and `B`.
+fn bump<Wd: WorldOps + ludus::world::Stores<A> + ludus::world::Stores<B>>(w: &mut Wd) -> usize {
+    let (a, b) = w.pools_mut::<(&mut A, &B)>();
+    let mut n = 0;
+    for (_, (x, y)) in join((a, b)) {
+        x.0 += y.0;
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn generic_systems_take_several_pools_by_type() {
+    let mut grouped = W::try_new(4).unwrap();
+    let mut loose = Loose::try_new(4).unwrap();
+    let e = grouped.spawn((A(1), B(2))).unwrap();
+    let f = loose.spawn((A(10), B(20))).unwrap();
+    loose.spawn((A(0),)).unwrap();
+    assert_eq!(bump(&mut grouped), 1);
+    assert_eq!(bump(&mut loose), 1);
+    assert_eq!(grouped.get::<A>(e), Some(&A(3)));
+    assert_eq!(loose.get::<A>(f), Some(&A(30)));
+    let (registry, (a,)) = loose.split_mut::<(&mut A,)>();
+    for (id, x) in a.iter_mut() {
+        if registry.is_active(id) {
+            x.0 += 1;
+        }
+    }
+    assert_eq!(loose.get::<A>(f), Some(&A(31)));
+}
+
+#[test]
+fn a_dropped_buffer_leaves_marks_that_the_world_can_clear() {
+    let mut w = W::try_new(4).unwrap();
+    let e = w.spawn((A(1), B(1))).unwrap();
+    {
+        let mut cmd = CommandBuffer::try_with_capacity(4, 0).unwrap();
+        cmd.destroy(&w.registry, e).unwrap();
+    }
+    assert!(w.registry.is_pending(e) && !w.registry.is_active(e));
+    // A panicking system's buffer the same way.
+    let f = w.spawn((A(2),)).unwrap();
+    let registry = &w.registry;
+    let unwound = catch_unwind(AssertUnwindSafe(|| {
+        let mut cmd = CommandBuffer::try_with_capacity(4, 0).unwrap();
+        cmd.destroy(registry, f).unwrap();
+        panic!("system failed");
+    }));
+    assert!(unwound.is_err());
+    assert!(w.registry.is_pending(f));
+    w.end_structural();
+    assert_eq!(w.clear_pending(), Err(WorldError::InvalidPhase));
+    w.begin_structural();
+    assert_eq!(w.clear_pending(), Ok(2));
+    assert!(w.registry.is_active(e) && w.registry.is_active(f));
+    assert_eq!(w.clear_pending(), Ok(0));
+    // Recorded again, the destroy goes through.
+    let mut cmd = CommandBuffer::try_with_capacity(4, 0).unwrap();
+    cmd.destroy(&w.registry, e).unwrap();
+    w.commit(&mut cmd).unwrap();
+    assert!(!w.registry.is_alive(e));
+}
+
+#[test]
+fn clear_with_another_registry_is_refused() {
+    let mut w1 = W::try_new(4).unwrap();
+    let w2 = W::try_new(4).unwrap();
+    let e = w1.spawn((A(1),)).unwrap();
+    let mut cmd = CommandBuffer::try_with_capacity(4, 16).unwrap();
+    cmd.destroy(&w1.registry, e).unwrap();
+    assert_eq!(cmd.clear(&w2.registry), Err(CommandError::ForeignRegistry));
+    assert_eq!(cmd.len(), 1, "nothing cleared");
+    assert!(w1.registry.is_pending(e), "the mark is still there");
+    // Recording against the other registry is refused too, until the buffer is cleared.
+    assert_eq!(
+        cmd.insert(&w2.registry, e, A(1)),
+        Err(CommandError::ForeignRegistry)
+    );
+    cmd.clear(&w1.registry).unwrap();
+    assert!(w1.registry.is_active(e));
+    let c = cmd.create().unwrap();
+    cmd.insert(&w2.registry, c, B(3)).unwrap();
+    assert_eq!(
+        cmd.destroy(&w1.registry, e),
+        Err(CommandError::ForeignRegistry)
+    );
+    w1.commit(&mut cmd).unwrap();
+}
+
+#[test]
+fn stale_handles_read_nothing_through_a_world() {
+    let mut w = Loose::try_new(2).unwrap();
+    let e = w.spawn((A(1), B(1))).unwrap();
+    w.destroy(e).unwrap();
+    assert_eq!((w.get::<A>(e), w.get::<B>(e)), (None, None));
+    let again = w.spawn((A(2),)).unwrap();
+    assert_eq!(again.slot(), e.slot());
+    assert_eq!(w.get::<A>(e), None);
+    assert_eq!(w.get::<A>(again), Some(&A(2)));
+    assert_eq!(w.registry.diagnose(e), Err(Rejection::Stale));
+}
+
+#[test]
+fn roster_type_lists_describe_the_world() {
+    assert_eq!(<<W as Roster>::Components as ComponentList>::LEN, 2);
+    assert_eq!(<<W as Roster>::Groups as GroupList>::LEN, 1);
+    assert_eq!(<<Loose as Roster>::Groups as GroupList>::LEN, 0);
+}
