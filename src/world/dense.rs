@@ -206,6 +206,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// previous value and whether `key` newly joined.
     #[inline(always)]
     pub(crate) fn insert(&mut self, key: EntityKey, value: T) -> (Option<T>, bool) {
+        if key.slot() >= self.slot_high {
+            // A slot that never had an entry (spawns in creation order): no lookup.
+            self.append(key, value);
+            return (None, true);
+        }
         let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {
             self.append(key, value);
             return (None, true);
@@ -265,10 +270,12 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 return Err(entity);
             }
             let key = EntityKey::of(entity);
-            if locate_slot(self.keys(), self.sparse, key.slot()).is_some() {
-                later = true;
-            } else {
+            let fresh = key.slot() >= self.slot_high
+                || locate_slot(self.keys(), self.sparse, key.slot()).is_none();
+            if fresh {
                 self.append(key, value);
+            } else {
+                later = true;
             }
         }
         let mut joined = self.len - start;

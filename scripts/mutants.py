@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Plant small deliberate bugs (mutants) one at a time and check that the world suites catch each.
+
+    python3 scripts/mutants.py [--keep-going] [NAME...]
+
+Runs in a scratch git worktree (never touches your checkout), in release mode (the build that
+ships). A mutant is *caught* when the suites fail with it; one that survives needs a test.
+"""
+import os, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUITES = ["--lib", "--test", "world_model", "--test", "world_world", "--test", "world_soundness",
+          "--test", "world_pool", "--test", "world_pool_model", "--test", "world_registry"]
+
+# name: (file, original text, mutated text)
+MUTANTS = {
+    "batch-same-sequence": ("src/world/registry.rs",
+        "self.sequence.extend((1..=count as u64).map(|k| base + k));",
+        "self.sequence.extend((1..=count as u64).map(|_| base + 1));"),
+    "resolve-ignores-epoch": ("src/world/commands.rs",
+        "if p.buffer != self.token || p.epoch.checked_add(1) != Some(self.epoch) {",
+        "if p.buffer != self.token {"),
+    "release-revives-generation": ("src/world/registry.rs",
+        "meta.store(free(g), Relaxed);",
+        "meta.store(free(g - 1), Relaxed);"),
+    "reuse-keeps-old-key": ("src/world/dense.rs",
+        "        *stored = key;\n        *slot_value = value;",
+        "        *slot_value = value;"),
+    "pack-off-by-one": ("src/world/group.rs",
+        "Direction::Pack if members.iter().all(|i| matches!(i, Some(i) if *i >= len))",
+        "Direction::Pack if members.iter().all(|i| matches!(i, Some(i) if *i > len))"),
+    "destroy-skips-unpack": ("src/world/ops.rs",
+        "        if Self::Groups::LEN > 0 {\n            let mut repack",
+        "        if Self::Groups::LEN > 99 {\n            let mut repack"),
+    "insert-skips-revision": ("src/world/ops.rs",
+        "        registry.advance_revision(u64::from(inserted.1));",
+        "        registry.advance_revision(0);"),
+    "spawn-skips-owner-check": ("src/world/spawn.rs",
+        "        let mut bundle_pools = B::take(&mut pools)?;\n        if !B::owned_by(&bundle_pools, registry.owner()) {",
+        "        let mut bundle_pools = B::take(&mut pools)?;\n        if false && !B::owned_by(&bundle_pools, registry.owner()) {"),
+    "preflight-skips-destroy-target": ("src/world/commands.rs",
+        "                Command::Destroy(e) => {\n                    registry.check_alive(e)?;",
+        "                Command::Destroy(_e) => {"),
+    "lookup-ignores-generation": ("src/world/dense.rs",
+        "    if keys.get(s) == Some(&key) {\n        return Some(s);\n    }",
+        "    if keys.get(s).is_some_and(|k| k.slot() == key.slot()) {\n        return Some(s);\n    }"),
+    "batch-skips-reuse": ("src/world/spawn.rs",
+        "            n.min(registry.available() - registry.fresh_available())",
+        "            0"),
+    "commit-keeps-epoch": ("src/world/commands.rs",
+        "        self.registry = 0;\n        self.epoch = self.epoch.saturating_add(1);",
+        "        self.registry = 0;"),
+    "clear-pending-noop": ("src/world/registry.rs",
+        "                m.store(v & !PENDING, Relaxed);",
+        "                let _ = v;"),
+    "remove-batch-skips-liveness": ("src/world/pool.rs",
+        "        registry.check_all_alive(entities)?;\n        let mut dense = self.dense_mut();",
+        "        let mut dense = self.dense_mut();"),
+    "unpack-off-by-one": ("src/world/group.rs",
+        "Direction::Unpack if len > 0 && members.iter().all(|i| matches!(i, Some(i) if *i < len))",
+        "Direction::Unpack if len > 1 && members.iter().all(|i| matches!(i, Some(i) if *i < len))"),
+    "clear-ignores-registry": ("src/world/commands.rs",
+        "        self.same_registry(registry)?;\n        for c in &self.commands {",
+        "        for c in &self.commands {"),
+    "fresh-batch-ignores-slot-high": ("src/world/dense.rs",
+        "            && first >= self.slot_high",
+        "            && first >= 0"),
+}
+
+
+def run(cmd, cwd, env=None):
+    return subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def main():
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(MUTANTS)
+    wt = tempfile.mkdtemp(prefix="ludus-mutants-")
+    run(["git", "worktree", "add", "--detach", wt, "HEAD"], ROOT)
+    env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "target", "mutants"))
+    results = []
+    try:
+        for name in names:
+            path, old, new = MUTANTS[name]
+            file = os.path.join(wt, path)
+            text = open(file).read()
+            if text.count(old) != 1:
+                results.append((name, "NOT APPLIED (text not found once)"))
+                continue
+            open(file, "w").write(text.replace(old, new))
+            r = run(["cargo", "test", "--release", "-q"] + SUITES, wt, env)
+            open(file, "w").write(text)
+            if "error[" in r.stdout and "test result" not in r.stdout:
+                verdict = "does not compile"
+            else:
+                verdict = "caught" if r.returncode != 0 else "SURVIVED"
+            results.append((name, verdict))
+            print(f"{name:34} {verdict}", flush=True)
+    finally:
+        run(["git", "worktree", "remove", "--force", wt], ROOT)
+    survived = [n for n, v in results if v != "caught"]
+    print(f"\n{len(results) - len(survived)} of {len(results)} caught" + (f"; not caught: {', '.join(survived)}" if survived else ""))
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
