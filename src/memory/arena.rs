@@ -16,7 +16,8 @@
 //! borrow the arena, so [`reset`](LinearArena::reset) (`&mut self`) and
 //! [`scope`](LinearArena::scope) (`&mut self`) cannot run while one is alive; a
 //! [`ScratchScope`](super::ScratchScope) is only reachable inside its closure, and a nested scope
-//! mutably borrows its parent, so only the innermost live scope can allocate or rewind.
+//! mutably borrows its parent, so only the innermost live scope can allocate or rewind. The
+//! `compile_fail` doctests in `lifetimes.rs` prove each of these rules.
 
 // A bump allocator hands out disjoint `&mut` blocks from `&self` (as bumpalo does): each block
 // is reserved by advancing the cursor, so no two live results alias.

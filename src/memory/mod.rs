@@ -22,6 +22,9 @@ mod gauges;
 mod layout;
 #[cfg(all(feature = "validation", not(loom)))]
 mod ledger;
+// Doc-only: the arena's lifetime rules as `compile_fail` doctests.
+#[cfg(doctest)]
+mod lifetimes;
 mod registry;
 mod scope;
 mod tag;

@@ -5,6 +5,7 @@
 //! nor anything allocated from it (`&'s mut T`) can leave the closure. Opening a nested scope
 //! borrows the parent mutably: while the child lives, the parent can neither allocate nor
 //! rewind, yet the parent's earlier allocations stay usable (they hold `'s`, not the borrow).
+//! The `compile_fail` doctests in `lifetimes.rs` prove these rules.
 
 // A bump allocator hands out disjoint `&mut` blocks from `&self` (as bumpalo does): each block
 // is reserved by advancing the cursor, so no two live results alias.
