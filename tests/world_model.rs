@@ -227,6 +227,27 @@ fn remove_batch<T: Pod + std::fmt::Debug>(
     }
 }
 
+/// Structural changes between two model states: entities created or released, and component
+/// values joining or leaving a pool.
+fn structural_changes(before: &HashMap<EntityId, Row>, after: &HashMap<EntityId, Row>) -> u64 {
+    let present = |r: Option<&Row>| {
+        r.map_or([false; 3], |r| {
+            [r.a.is_some(), r.b.is_some(), r.c.is_some()]
+        })
+    };
+    let mut changes = 0;
+    for e in before
+        .keys()
+        .chain(after.keys().filter(|e| !before.contains_key(e)))
+    {
+        let (b, a) = (before.get(e), after.get(e));
+        changes += u64::from(b.is_some() != a.is_some());
+        let (pb, pa) = (present(b), present(a));
+        changes += (0..3).filter(|&k| pb[k] != pa[k]).count() as u64;
+    }
+    changes
+}
+
 fn run(ops: Vec<Op>) {
     let mut w = World::try_new(CAPACITY).unwrap();
     let mut foreign = World::try_new(CAPACITY).unwrap();
@@ -253,7 +274,10 @@ fn run(ops: Vec<Op>) {
     let mut bytes = 0usize;
     let mut pending: HashSet<EntityId> = HashSet::new();
     let mut handles: Vec<EntityId> = vec![f];
+    let mut revision = w.registry.structural_revision();
     for op in ops {
+        let mut before = m.alive.clone();
+        let op_name = format!("{op:?}");
         match op {
             Op::Create => {
                 let got = w.create();
@@ -457,6 +481,9 @@ fn run(ops: Vec<Op>) {
                 match (got, expected) {
                     (Ok(()), Ok(())) => {
                         for r in &recorded {
+                            // Commands apply one by one: an insert and a destroy of the same
+                            // entity are two changes each, even though they cancel out.
+                            let prev = m.alive.clone();
                             match *r {
                                 Recorded::Create(p) => {
                                     let e = cmd.resolve(p).unwrap();
@@ -477,7 +504,9 @@ fn run(ops: Vec<Op>) {
                                     m.alive.get_mut(&e).unwrap().a = None;
                                 }
                             }
+                            revision += structural_changes(&prev, &m.alive);
                         }
+                        before = m.alive.clone();
                         assert!(cmd.is_empty());
                     }
                     (Err(got), Err(want)) => {
@@ -507,7 +536,7 @@ fn run(ops: Vec<Op>) {
                 // buffer refuses to record against them.
                 let last = stale_provisionals.len();
                 for (k, &p) in stale_provisionals.iter().enumerate() {
-                    let current = matches!(got_ok, true) && k >= last - last_creates;
+                    let current = got_ok && k >= last - last_creates;
                     assert_eq!(
                         cmd.resolve(p).is_some(),
                         current,
@@ -583,6 +612,14 @@ fn run(ops: Vec<Op>) {
                 m.structural = open;
             }
         }
+        // Every structural change advanced the revision once: a create, a release, a value
+        // joining or leaving a pool (a replacement is no change).
+        revision += structural_changes(&before, &m.alive);
+        assert_eq!(
+            w.registry.structural_revision(),
+            revision,
+            "after {op_name}"
+        );
         // Every handle ever seen (live, stale, foreign) reads exactly the model.
         for &e in &handles {
             let row = m.alive.get(&e).copied();
