@@ -558,3 +558,48 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of "fresh" slots is published only when none of them has an entry (checked once
+    /// per batch against `slot_high`): a pool never holds a slot twice, whatever its caller
+    /// believed.
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn publishing_slots_that_have_entries_panics() {
+        let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        for _ in 0..3 {
+            let e = reg.try_create().unwrap();
+            pool.insert(&mut reg, e, 1).unwrap();
+        }
+        let mut writer = pool.batch_writer(2).unwrap();
+        // SAFETY: `0, 1 < 2`, the reservation; both values written before the publish.
+        unsafe {
+            writer.write(0, 7);
+            writer.write(1, 8);
+            writer.publish(2, 2, 1); // slot 2 has an entry
+        }
+    }
+
+    #[test]
+    fn publishing_fresh_slots_appends_them() {
+        let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        let e = reg.try_create().unwrap();
+        pool.insert(&mut reg, e, 1).unwrap();
+        let mut writer = pool.batch_writer(2).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            writer.write(0, 7);
+            writer.write(1, 8);
+            writer.publish(1, 2, 1);
+        }
+        assert_eq!(pool.values(), &[1, 7, 8]);
+        let owner = reg.owner();
+        assert_eq!(pool.get(EntityId::from_raw_parts(owner, 2, 1)), Some(&8));
+        assert!(pool.batch_writer(5).is_some() && pool.batch_writer(6).is_none());
+    }
+}
