@@ -4,7 +4,6 @@
 //! world with systems and a command-buffer commit, printing what happens and how long it took.
 //! The timings are illustrations; the measured claims live in `perf-results/`.
 
-use ludus::world::WorldOps;
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
@@ -12,8 +11,7 @@ use ludus::identity::{
     format_uuid, AssetId, BatchedMinter, OsEntropy, SourceObjectId, UuidPolicy, UUID_TEXT_LEN,
 };
 use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
-use ludus::world::CommandBuffer;
-use ludus::EntityId;
+use ludus::prelude::*;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[repr(C)]
@@ -44,6 +42,18 @@ ludus::world! {
         pub health: Health,
     }
     groups { moving(position: Position, velocity: Velocity) }
+}
+
+/// A system generic over any world that stores positions and velocities: several pools at once,
+/// by type (compiles to field accesses).
+fn drift<W: WorldOps + Stores<Position> + Stores<Velocity>>(world: &mut W) -> usize {
+    let (pos, vel) = world.pools_mut::<(&mut Position, &Velocity)>();
+    let mut moved = 0;
+    for (_, (p, v)) in join((pos, vel)) {
+        p.x += 0.5 * v.x;
+        moved += 1;
+    }
+    moved
 }
 
 fn timed<R>(label: &str, f: impl FnOnce() -> R) -> R {
@@ -117,6 +127,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         game.registry.diagnose(a)
     );
     println!("  old handle reads a Position? {:?}", game.position.get(a));
+    let twice = game.spawn((Health(1), Health(2)));
+    println!("  a bundle naming Health twice: {twice:?} (nothing changed)");
     let other = Game::try_new(16)?;
     let forged = EntityId::from_raw_parts(other.registry.owner(), b.slot(), b.generation());
     println!(
@@ -149,6 +161,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     });
+    let moved = timed("generic drift system: pools_mut + join", || {
+        drift(&mut game)
+    });
+    println!("  drift moved {moved} entities");
     timed(
         "damage system: record destroys of the dead",
         || -> Result<(), Box<dyn std::error::Error>> {
