@@ -70,6 +70,10 @@ impl<W: Stores<T>, T: Pod> PoolAccess<W> for &T {
 
 /// A tuple of 1 to 8 [`PoolAccess`] elements naming distinct component types of `W`, e.g.
 /// `(&mut Position, &Velocity)`; see [`WorldOps::pools_mut`](super::WorldOps::pools_mut).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a pool query of the world `{W}`",
+    note = "a pool query is a tuple of 1 to 8 elements `&mut T` or `&T`, each `T` a component of the world (`Stores<T>`), e.g. `(&mut Position, &Velocity)`"
+)]
 pub trait PoolQuery<W: Roster> {
     /// The tuple of pool borrows.
     type Out<'a>
@@ -107,6 +111,10 @@ tuple_query!(Q0, Q1, Q2, Q3, Q4, Q5, Q6, Q7);
 
 /// A tuple of 1 to 8 component types of one owned group of `W`, e.g. `(Position, Velocity)`;
 /// see [`WorldOps::group_mut`](super::WorldOps::group_mut).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a group query of the world `{W}`",
+    note = "a group query is a tuple of 1 to 8 component types of one owned group, e.g. `(Position, Velocity)`"
+)]
 pub trait GroupQuery<W: Roster> {
     /// `(Owners, &mut [T0], &mut [T1], …)`: the packed prefix, in the same order.
     type Out<'a>

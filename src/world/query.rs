@@ -193,6 +193,10 @@ pub fn join<Q: IntoJoin>(query: Q) -> Join<Q::Columns> {
 }
 
 /// A tuple of pool borrows that can be joined.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be joined",
+    note = "`join` takes a tuple of 2 to 6 pool borrows, `&pool` or `&mut pool`, e.g. `join((&mut w.position, &w.velocity))`; for one pool iterate it directly"
+)]
 pub trait IntoJoin {
     /// The tuple of columns.
     type Columns;

@@ -60,6 +60,11 @@ pub type PoolsRef<'a, R> =
 /// Marks a world that stores components of type `T` (implemented by [`world!`](crate::world!)
 /// for each declared component). A compile-time gate only: lookups are by type and a world
 /// whose roster lacks `T` answers `UnknownComponent`.
+#[diagnostic::on_unimplemented(
+    message = "the world `{Self}` has no pool of `{T}`",
+    label = "`{T}` is not in this world's roster",
+    note = "declare a field of type `{T}` in the world's `world!` roster"
+)]
 pub trait Stores<T: Pod>: Roster {}
 
 /// Calls back with a type (component dispatch by [`TypeId`], for commands).

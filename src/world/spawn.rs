@@ -65,6 +65,11 @@ mod sealed {
 ///
 /// Distinctness is checked once per call, with constant type compares that fold away:
 /// a bundle naming a type twice is refused with [`WorldError::DuplicateComponent`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a bundle of the world `{W}`",
+    label = "not a bundle of this world",
+    note = "a bundle is a tuple of 1 to 8 component types, each declared in the world's `world!` roster (`Stores<T>`); spawn larger sets with a second `insert` or `insert_batch`"
+)]
 pub trait Bundle<W: Roster>: sealed::BundleParts<W> {}
 
 /// The pool of `T` taken from `pools`, or why not.
