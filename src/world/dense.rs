@@ -127,18 +127,15 @@ impl<'p> Index<'p> {
 ///
 /// Invariant: `keys` and `values` point to the buffers of `keys_vec` and `values_vec`, each
 /// allocated for at least `capacity` elements (reserved at init, never reallocated), of which
-/// the first `len` are initialized; `len <= capacity`. Every slot with an entry is below
-/// `slot_high` (so the slots `slot_high..` have none: a batch of fresh slots needs no lookup).
+/// the first `len` are initialized; `len <= capacity`.
 pub(crate) struct DenseMut<'p, T, A: Allocator> {
     capacity: usize,
     len: usize,
-    slot_high: u32,
     keys: *mut EntityKey,
     values: *mut T,
     sparse: &'p mut [Sparse],
     keys_vec: &'p mut Vec<EntityKey, A>,
     values_vec: &'p mut Vec<T, A>,
-    slot_high_out: &'p mut u32,
 }
 
 impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
@@ -150,7 +147,6 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         keys_vec: &'p mut Vec<EntityKey, A>,
         values_vec: &'p mut Vec<T, A>,
         sparse: &'p mut [Sparse],
-        slot_high: &'p mut u32,
     ) -> Self {
         // The pool's own invariants (private fields, established at init): documented here.
         debug_assert!(
@@ -165,13 +161,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         Self {
             capacity,
             len: keys_vec.len(),
-            slot_high: *slot_high,
             keys: keys_vec.as_mut_ptr(),
             values: values_vec.as_mut_ptr(),
             sparse,
             keys_vec,
             values_vec,
-            slot_high_out: slot_high,
         }
     }
 
@@ -184,7 +178,6 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.keys_vec.set_len(self.len);
             self.values_vec.set_len(self.len);
         }
-        *self.slot_high_out = self.slot_high;
     }
 
     /// The initialized keys.
@@ -206,11 +199,6 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// previous value and whether `key` newly joined.
     #[inline(always)]
     pub(crate) fn insert(&mut self, key: EntityKey, value: T) -> (Option<T>, bool) {
-        if key.slot() >= self.slot_high {
-            // A slot that never had an entry (spawns in creation order): no lookup.
-            self.append(key, value);
-            return (None, true);
-        }
         let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {
             self.append(key, value);
             return (None, true);
@@ -228,7 +216,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         (None, true)
     }
 
-    /// Appends `key` (whose slot has no entry) at dense index `len`.
+    /// Appends `key` at dense index `len`. Keeps the invariants only when `key`'s slot has no
+    /// entry (the caller looked it up, or knows it from the pool's provenance invariant); the
+    /// writes themselves are checked against the capacity.
     #[inline(always)]
     pub(crate) fn append(&mut self, key: EntityKey, value: T) {
         let i = self.len;
@@ -247,7 +237,6 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.values.add(i).write(value);
         }
         self.len = i + 1;
-        self.slot_high = self.slot_high.max(key.slot() + 1);
     }
 
     /// Gives each of `entities` the value at the same index of `values` (the last of a
@@ -270,12 +259,10 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 return Err(entity);
             }
             let key = EntityKey::of(entity);
-            let fresh = key.slot() >= self.slot_high
-                || locate_slot(self.keys(), self.sparse, key.slot()).is_none();
-            if fresh {
-                self.append(key, value);
-            } else {
+            if locate_slot(self.keys(), self.sparse, key.slot()).is_some() {
                 later = true;
+            } else {
+                self.append(key, value);
             }
         }
         let mut joined = self.len - start;
@@ -289,28 +276,30 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
 
     /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
     /// values the caller already wrote at `len..len + count`. Panics (changing nothing) unless
-    /// `len + count <= capacity`, the slots are below the capacity and have no entry
-    /// (`first >= slot_high`): one check per batch.
+    /// `len + count <= capacity` and the slots are below the capacity: one check per batch.
     ///
     /// # Safety
-    /// Values `len..len + count` are initialized.
+    /// Values `len..len + count` are initialized, and none of the slots has an entry (else the
+    /// pool would hold a slot twice, and a later in-place reuse could make two entries equal,
+    /// which joins rely on never happening).
     pub(crate) unsafe fn append_written(&mut self, first: u32, count: usize, generation: u32) {
         let len = self.len;
         let fits = count <= self.capacity - len
-            && first >= self.slot_high
             && count <= self.capacity - (first as usize).min(self.capacity);
         if !fits {
             bad_batch(first, count, len);
         }
+        debug_assert!(
+            (first..first + count as u32)
+                .all(|s| locate_slot(self.keys(), self.sparse, s).is_none()),
+            "fresh slots {first}..+{count} already have entries"
+        );
         for k in 0..count {
             let key = EntityKey::new(first + k as u32, generation);
             // SAFETY: `len + k < len + count <= capacity` (caller), within the allocation.
             unsafe { self.keys.add(len + k).write(key) };
         }
         self.len = len + count;
-        if count > 0 {
-            self.slot_high = first + count as u32;
-        }
         if first as usize != len {
             for k in 0..count {
                 self.set_sparse(first + k as u32, len + k);
@@ -475,7 +464,7 @@ fn out_of_range(i: usize, len: usize) -> ! {
     panic!("dense index {i} out of range for length {len}")
 }
 
-/// Panics for a batch of fresh slots that does not fit or whose slots already have entries.
+/// Panics for a batch of fresh slots that does not fit the pool.
 #[cold]
 #[inline(never)]
 #[track_caller]

@@ -58,6 +58,7 @@ fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
 }
 
 /// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).
+#[inline(always)]
 pub(crate) fn insert<W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,
@@ -77,6 +78,7 @@ pub(crate) fn insert<W: Roster, T: Pod>(
 }
 
 /// [`WorldOps::remove`] without the compile-time roster bound (commands dispatch by type).
+#[inline(always)]
 pub(crate) fn remove<W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,

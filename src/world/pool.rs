@@ -25,6 +25,13 @@ use crate::identity::OwnerToken;
 /// leaves such entries: `destroy` removes the entity from every pool before it releases the
 /// slot, so through a world a stale handle reads `None`.
 ///
+/// *Provenance invariant*: every entry was stored for an entity alive, at that moment, in the
+/// registry whose owner token the pool holds. Every insert path checks it — the pool's own
+/// `insert`s against the `&mut EntityRegistry` they are given after comparing its owner token,
+/// a world's paths the same way, spawns for entities they have just created — and owner tokens
+/// are unique in the process (the constructors taking a token source are `unsafe`). Hence a
+/// slot its registry has never created has no entry, which the batch spawn relies on.
+///
 /// # Examples
 /// ```
 /// use ludus::world::{ComponentPool, EntityRegistry};
@@ -45,8 +52,6 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// Length of the owned group's packed prefix when the pool belongs to a world's group
     /// (equal in every member pool, see [`group`](super::group)); 0 otherwise.
     packed: usize,
-    /// Every slot with an entry is below `slot_high`.
-    slot_high: u32,
     /// Dense index per slot, for entries off their diagonal; `len == capacity`, filled at
     /// init (see [`dense`](super::dense)).
     sparse: Vec<Sparse, A>,
@@ -91,7 +96,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             owner: 0,
             capacity,
             packed: 0,
-            slot_high: 0,
             sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
             keys: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc)?,
@@ -290,7 +294,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             &mut self.keys,
             &mut self.values,
             &mut self.sparse,
-            &mut self.slot_high,
         )
     }
 
@@ -514,19 +517,20 @@ impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
 
     /// Publishes the first `count` written values as the entries of the fresh slots
     /// `first..first + count` at `generation`. Panics, publishing nothing, when `count`
-    /// exceeds the reservation or the slots do not fit the pool or already have entries
-    /// (checked once per batch).
+    /// exceeds the reservation or the slots do not fit the pool (checked once per batch).
     ///
     /// # Safety
-    /// Values `0..count` were written with [`write`](Self::write).
+    /// Values `0..count` were written with [`write`](Self::write), and none of the slots has
+    /// an entry in this pool (for example: slots the pool's registry has just created for the
+    /// first time; provenance invariant of [`ComponentPool`]).
     pub(crate) unsafe fn publish(self, first: u32, count: usize, generation: u32) {
         if count > self.reserved {
             out_of_reservation(count, self.reserved);
         }
         let mut dense = self.pool.dense_mut();
         // SAFETY: the values `len..len + count` were written through `next` (caller), which
-        // was the pool's `len` when reserved and is unchanged; `append_written` checks the
-        // slots and the capacity itself.
+        // was the pool's `len` when reserved and is unchanged; the slots have no entry
+        // (caller); `append_written` checks the capacity itself.
         unsafe { dense.append_written(first, count, generation) };
         dense.finish();
     }
@@ -563,12 +567,11 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
 mod tests {
     use super::*;
 
-    /// A batch of "fresh" slots is published only when none of them has an entry (checked once
-    /// per batch against `slot_high`): a pool never holds a slot twice, whatever its caller
-    /// believed.
+    /// Debug builds check `publish`'s precondition that the slots have no entry.
     #[test]
-    #[should_panic(expected = "does not fit")]
-    fn publishing_slots_that_have_entries_panics() {
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "already have entries")]
+    fn publishing_slots_that_have_entries_panics_in_debug() {
         let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
         let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
         for _ in 0..3 {
@@ -576,11 +579,29 @@ mod tests {
             pool.insert(&mut reg, e, 1).unwrap();
         }
         let mut writer = pool.batch_writer(2).unwrap();
-        // SAFETY: `0, 1 < 2`, the reservation; both values written before the publish.
+        // SAFETY: `0, 1 < 2`, the reservation, and both values are written; the publish breaks
+        // its precondition on purpose (slot 2 has an entry), which the debug check refuses
+        // before any write.
         unsafe {
             writer.write(0, 7);
             writer.write(1, 8);
-            writer.publish(2, 2, 1); // slot 2 has an entry
+            writer.publish(2, 2, 1);
+        }
+    }
+
+    /// The capacity is checked in release builds too.
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn publishing_past_the_capacity_panics() {
+        let reg = EntityRegistry::try_with_capacity(4).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        let mut writer = pool.batch_writer(2).unwrap();
+        // SAFETY: `0, 1 < 2` and both values are written; slots 3 and 4 have no entry, and
+        // slot 4 is past the capacity, which `publish` refuses before any write.
+        unsafe {
+            writer.write(0, 7);
+            writer.write(1, 8);
+            writer.publish(3, 2, 1);
         }
     }
 

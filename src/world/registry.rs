@@ -555,7 +555,16 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     /// [`WorldError::SequenceExhausted`] or [`WorldError::RevisionExhausted`]; nothing changes.
     #[inline]
     pub fn try_create(&mut self) -> Result<EntityId, WorldError> {
-        self.check_create_budget(1)?;
+        // One fused check: room, sequence, owner, and phase with one revision left
+        // (`revision_end` is 0 outside the phase, so `revision < revision_end` covers both).
+        let room = self.free_len != 0 || (self.high as usize) < self.capacity;
+        let ok = room
+            & (self.revision < self.revision_end)
+            & (self.last_sequence != u64::MAX)
+            & (self.owner != 0);
+        if !ok {
+            return Err(self.create_error(0));
+        }
         Ok(self.create_unbudgeted())
     }
 

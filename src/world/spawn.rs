@@ -40,7 +40,10 @@ mod sealed {
         fn owned_by(pools: &Self::Pools<'_>, owner: OwnerToken) -> bool;
         /// Whether every pool has `n` free entries.
         fn room(pools: &Self::Pools<'_>, n: usize) -> bool;
-        /// Inserts every component for a just-created `entity`.
+        /// Inserts every component for `entity`, created just now in the registry every pool
+        /// belongs to. Each slot is looked up: a reused slot may hold a stale entry of a former
+        /// incarnation in a pool a world's destroy did not reach (a hand-written roster), and
+        /// the pool must never hold a slot twice.
         fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId);
         /// Reserves `n` entries past the end of every pool.
         fn writers<'a>(pools: Self::Pools<'a>, n: usize) -> Option<Self::Writers<'a>>;
@@ -52,7 +55,8 @@ mod sealed {
         /// Publishes `count` written bundles as the fresh slots `first..first + count`.
         ///
         /// # Safety
-        /// Bundles `0..count` were written.
+        /// Bundles `0..count` were written, and the slots were just created for the first time
+        /// in the registry every pool belongs to.
         unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize);
         /// Whether any component belongs to an owned group (folds to a constant).
         fn grouped() -> bool;
@@ -142,7 +146,8 @@ macro_rules! tuple_bundle {
             }
             #[inline]
             unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize) {
-                // SAFETY: forwarded contract (bundles `0..count` written), per component.
+                // SAFETY: forwarded contract, per component: values written, and slots never
+                // created before in the pool's registry have no entry (provenance invariant).
                 $( unsafe { writers.$i.publish(first, count, FIRST_GENERATION) }; )+
             }
             #[inline(always)]
@@ -242,6 +247,10 @@ where
         let (registry, mut pools) = world.parts();
         let registry = &mut registry.0;
         let bundle_pools = B::take(&mut pools)?;
+        // The same pools as checked above, unless a hand-written roster hands out others.
+        if !B::owned_by(&bundle_pools, registry.owner()) {
+            return Err(WorldError::ForeignPool);
+        }
         // The reused part grew each pool by at most `reuse`: `rest` entries are still free.
         let mut writers = match B::writers(bundle_pools, rest) {
             Some(writers) => writers,
@@ -259,7 +268,9 @@ where
         });
         let first = registry.create_fresh_batch(count);
         registry.advance_revision(B::LEN * count as u64);
-        // SAFETY: bundles `0..count` were written above.
+        // SAFETY: bundles `0..count` were written above; `create_fresh_batch` created the slots
+        // `first..first + count` for the first time in the registry, to which every pool
+        // belongs (`owned_by`, checked in this block).
         unsafe { B::publish(writers, first, count) };
         (first, count)
     };

@@ -192,10 +192,67 @@ fn iterate((_reg, mut pool, _ids): Setup) -> f32 {
     black_box(pool.values()[0][0])
 }
 
+ludus::world! {
+    /// Two ungrouped pools: the world-level insert / remove / respawn paths.
+    pub struct Pair { a: Position, b: Rotation }
+}
+
+fn pair_with_a() -> (Pair, Vec<EntityId>) {
+    let mut w = Pair::try_new(N).unwrap();
+    let ids = (0..N)
+        .map(|_| w.spawn((Position([1.0; 3]),)).unwrap())
+        .collect();
+    (w, ids)
+}
+
+fn pair_with_ab() -> (Pair, Vec<EntityId>) {
+    let (mut w, ids) = pair_with_a();
+    for &e in &ids {
+        w.insert(e, Rotation([2.0; 3])).unwrap();
+    }
+    (w, ids)
+}
+
+fn pair_released() -> (Pair, Vec<EntityId>) {
+    let (mut w, ids) = pair_with_a();
+    for &e in &ids {
+        w.destroy(e).unwrap();
+    }
+    (w, ids)
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_with_a)]
+fn world_insert((mut w, ids): (Pair, Vec<EntityId>)) -> usize {
+    for &e in &ids {
+        black_box(w.insert(black_box(e), Rotation([3.0; 3])).unwrap());
+    }
+    w.b.len()
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_with_ab)]
+fn world_remove((mut w, ids): (Pair, Vec<EntityId>)) -> usize {
+    for &e in &ids {
+        black_box(w.remove::<Rotation>(black_box(e)).unwrap());
+    }
+    w.b.len()
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_released)]
+fn respawn((mut w, _ids): (Pair, Vec<EntityId>)) -> usize {
+    for _ in 0..N {
+        black_box(w.spawn((Position([4.0; 3]),)).unwrap());
+    }
+    w.a.len()
+}
+
 library_benchmark_group!(
     name = world;
     benchmarks = create, release, is_alive, insert, remove, insert_batch, remove_batch,
-        remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy
+        remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy, world_insert, world_remove,
+        respawn
 );
 
 main!(library_benchmark_groups = world);
