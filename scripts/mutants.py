@@ -62,9 +62,9 @@ MUTANTS = {
     "clear-ignores-registry": ("src/world/commands.rs",
         "        self.same_registry(registry)?;\n        for c in &self.commands {",
         "        for c in &self.commands {"),
-    "fresh-batch-ignores-slot-high": ("src/world/dense.rs",
-        "            && first >= self.slot_high",
-        "            && first >= 0"),
+    "insert-ignores-stale-entry": ("src/world/dense.rs",
+        "        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {\n            self.append(key, value);",
+        "        let Some(i) = self.find(key) else {\n            self.append(key, value);"),
 }
 
 

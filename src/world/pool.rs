@@ -502,17 +502,11 @@ pub struct BatchWriter<'p, T: Pod, A: Allocator + Clone> {
 }
 
 impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
-    /// Writes the `k`-th value of the batch.
-    ///
-    /// # Safety
-    /// `k` is below the `n` the writer was reserved for.
+    /// Where the batch's values go, as a copyable cursor (kept in a register by the write
+    /// loop; a `&mut` to the writer would be reloaded on every write).
     #[inline(always)]
-    pub(crate) unsafe fn write(&mut self, k: usize, value: T) {
-        debug_assert!(k < self.reserved, "write {k} of {}", self.reserved);
-        // SAFETY: `k < reserved` (caller) and the pool had `reserved` unused entries past its
-        // length at `next`, which nothing changed since (the writer borrows the pool), so the
-        // write is in bounds of the allocation and overwrites no published value.
-        unsafe { self.next.add(k).write(value) }
+    pub(crate) fn cursor(&self) -> BatchCursor<T> {
+        BatchCursor { next: self.next }
     }
 
     /// Publishes the first `count` written values as the entries of the fresh slots
@@ -541,6 +535,43 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for BatchWriter<'_, T, A> {
         f.debug_struct("BatchWriter")
             .field("reserved", &self.reserved)
             .finish()
+    }
+}
+
+/// The write position of a [`BatchWriter`]: copyable, valid while the writer lives and has not
+/// published.
+pub struct BatchCursor<T> {
+    next: *mut T,
+}
+
+impl<T> Clone for BatchCursor<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for BatchCursor<T> {}
+
+impl<T> core::fmt::Debug for BatchCursor<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("BatchCursor")
+    }
+}
+
+impl<T: Pod> BatchCursor<T> {
+    /// Writes the `k`-th value of the batch.
+    ///
+    /// # Safety
+    /// The writer this cursor came from is alive and has not published, and `k` is below the
+    /// `n` it was reserved for.
+    #[inline(always)]
+    pub(crate) unsafe fn write(self, k: usize, value: T) {
+        // SAFETY: `k < n` (caller) and the writer's pool had `n` unused entries past its
+        // length at `next`; the writer is alive and unpublished (caller) and borrows the pool
+        // exclusively, so nothing changed it: the write is in bounds of the allocation and
+        // overwrites no published value.
+        unsafe { self.next.add(k).write(value) }
     }
 }
 
@@ -578,13 +609,14 @@ mod tests {
             let e = reg.try_create().unwrap();
             pool.insert(&mut reg, e, 1).unwrap();
         }
-        let mut writer = pool.batch_writer(2).unwrap();
+        let writer = pool.batch_writer(2).unwrap();
+        let cursor = writer.cursor();
         // SAFETY: `0, 1 < 2`, the reservation, and both values are written; the publish breaks
         // its precondition on purpose (slot 2 has an entry), which the debug check refuses
         // before any write.
         unsafe {
-            writer.write(0, 7);
-            writer.write(1, 8);
+            cursor.write(0, 7);
+            cursor.write(1, 8);
             writer.publish(2, 2, 1);
         }
     }
@@ -595,12 +627,13 @@ mod tests {
     fn publishing_past_the_capacity_panics() {
         let reg = EntityRegistry::try_with_capacity(4).unwrap();
         let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
-        let mut writer = pool.batch_writer(2).unwrap();
+        let writer = pool.batch_writer(2).unwrap();
+        let cursor = writer.cursor();
         // SAFETY: `0, 1 < 2` and both values are written; slots 3 and 4 have no entry, and
         // slot 4 is past the capacity, which `publish` refuses before any write.
         unsafe {
-            writer.write(0, 7);
-            writer.write(1, 8);
+            cursor.write(0, 7);
+            cursor.write(1, 8);
             writer.publish(3, 2, 1);
         }
     }
@@ -611,11 +644,12 @@ mod tests {
         let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
         let e = reg.try_create().unwrap();
         pool.insert(&mut reg, e, 1).unwrap();
-        let mut writer = pool.batch_writer(2).unwrap();
+        let writer = pool.batch_writer(2).unwrap();
+        let cursor = writer.cursor();
         // SAFETY: as above.
         unsafe {
-            writer.write(0, 7);
-            writer.write(1, 8);
+            cursor.write(0, 7);
+            cursor.write(1, 8);
             writer.publish(1, 2, 1);
         }
         assert_eq!(pool.values(), &[1, 7, 8]);

@@ -18,7 +18,7 @@ use core::any::type_name;
 use bytemuck::Pod;
 
 use super::group::{Repack, RepackIn};
-use super::pool::BatchWriter;
+use super::pool::{BatchCursor, BatchWriter};
 use super::roster::{ComponentList, GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 use super::{ComponentPool, EntityId, WorldError};
 use crate::identity::{OwnerToken, FIRST_GENERATION};
@@ -45,13 +45,18 @@ mod sealed {
         /// incarnation in a pool a world's destroy did not reach (a hand-written roster), and
         /// the pool must never hold a slot twice.
         fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId);
+        /// One write cursor per component.
+        type Cursors: Copy;
         /// Reserves `n` entries past the end of every pool.
         fn writers<'a>(pools: Self::Pools<'a>, n: usize) -> Option<Self::Writers<'a>>;
+        /// The writers' cursors.
+        fn cursors(writers: &Self::Writers<'_>) -> Self::Cursors;
         /// Writes the `k`-th bundle of a batch.
         ///
         /// # Safety
-        /// `k` is below the `n` of [`writers`](Self::writers).
-        unsafe fn write(self, writers: &mut Self::Writers<'_>, k: usize);
+        /// The cursors came from writers that are alive and unpublished, and `k` is below the
+        /// `n` of [`writers`](Self::writers).
+        unsafe fn write(self, cursors: Self::Cursors, k: usize);
         /// Publishes `count` written bundles as the fresh slots `first..first + count`.
         ///
         /// # Safety
@@ -119,6 +124,7 @@ macro_rules! tuple_bundle {
             const LEN: u64 = $len;
             type Pools<'a> = ($(&'a mut ComponentPool<$t, W::Alloc>,)+);
             type Writers<'a> = ($(BatchWriter<'a, $t, W::Alloc>,)+);
+            type Cursors = ($(BatchCursor<$t>,)+);
             #[inline(always)]
             fn take<'a>(pools: &mut PoolsMut<'a, W>) -> Result<Self::Pools<'a>, WorldError> {
                 Ok(($(take_pool::<W, $t>(pools)?,)+))
@@ -140,9 +146,14 @@ macro_rules! tuple_bundle {
                 Some(($(pools.$i.batch_writer(n)?,)+))
             }
             #[inline(always)]
-            unsafe fn write(self, writers: &mut Self::Writers<'_>, k: usize) {
-                // SAFETY: forwarded contract (`k < n`), per component.
-                $( unsafe { writers.$i.write(k, self.$i) }; )+
+            fn cursors(writers: &Self::Writers<'_>) -> Self::Cursors {
+                ($(writers.$i.cursor(),)+)
+            }
+            #[inline(always)]
+            unsafe fn write(self, cursors: Self::Cursors, k: usize) {
+                // SAFETY: forwarded contract (writers alive and unpublished, `k < n`), per
+                // component.
+                $( unsafe { cursors.$i.write(k, self.$i) }; )+
             }
             #[inline]
             unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize) {
@@ -252,18 +263,22 @@ where
             return Err(WorldError::ForeignPool);
         }
         // The reused part grew each pool by at most `reuse`: `rest` entries are still free.
-        let mut writers = match B::writers(bundle_pools, rest) {
+        let writers = match B::writers(bundle_pools, rest) {
             Some(writers) => writers,
             None => return Err(registry.capacity_error(rest)),
         };
-        let mut count = 0;
-        // Internal iteration (`for_each` → `fold`) lets each bundle go straight from the
-        // producer into the pools instead of through a stack copy per `next`.
-        bundles.for_each(|bundle| {
+        let cursors = B::cursors(&writers);
+        // Internal iteration (`fold`) lets each bundle go straight from the producer into the
+        // pools instead of through a stack copy per `next`; the cursors and the count move into
+        // the closure, so they stay in registers even when the fold is not inlined.
+        let count = bundles.fold(0, move |count, bundle| {
             if count < rest {
-                // SAFETY: `count < rest`, the `n` the writers reserved.
-                unsafe { bundle.write(&mut writers, count) };
-                count += 1;
+                // SAFETY: `count < rest`, the `n` the writers reserved; the writers are alive
+                // and publish only below.
+                unsafe { bundle.write(cursors, count) };
+                count + 1
+            } else {
+                count
             }
         });
         let first = registry.create_fresh_batch(count);
