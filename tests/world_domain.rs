@@ -35,7 +35,7 @@ fn domain_counters_prove_zero_allocations_after_init() {
     let mut game = Game::try_new_in(N, alloc).unwrap();
     let mut cmd = CommandBuffer::try_with_capacity_in(128, 2048, alloc).unwrap();
     let mut registry = EntityRegistry::try_with_capacity_in(N, alloc).unwrap();
-    let mut pool = ComponentPool::<u64, _>::try_new_in(&registry, alloc).unwrap();
+    let mut pool = ComponentPool::<u64, _>::try_new_in(&mut registry, alloc).unwrap();
     let after_init = domain.usage();
     assert!(after_init.valid);
     assert!(after_init.live_blocks > 0 && after_init.live_bytes > 0);

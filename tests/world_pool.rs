@@ -6,7 +6,7 @@ use ludus::EntityId;
 #[test]
 fn insert_get_replace_remove_swap() {
     let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
-    let mut pool = ComponentPool::<u64>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u64>::try_new(&mut reg).unwrap();
     let es: Vec<EntityId> = (0..4).map(|_| reg.try_create().unwrap()).collect();
     for (i, e) in es.iter().enumerate() {
         assert_eq!(pool.insert(&mut reg, *e, i as u64 * 10).unwrap(), None);
@@ -33,7 +33,7 @@ fn insert_get_replace_remove_swap() {
 fn stale_and_foreign_handles_never_read_another_entity() {
     let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
     let mut other = EntityRegistry::try_with_capacity(2).unwrap();
-    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
     let old = reg.try_create().unwrap();
     pool.insert(&mut reg, old, 1).unwrap();
     pool.remove(&mut reg, old).unwrap();
@@ -68,7 +68,7 @@ fn stale_and_foreign_handles_never_read_another_entity() {
 #[test]
 fn entity_released_without_leaving_the_pool_is_not_visible_to_its_successor() {
     let mut reg = EntityRegistry::try_with_capacity(1).unwrap();
-    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
     let old = reg.try_create().unwrap();
     pool.insert(&mut reg, old, 7).unwrap();
     reg.try_release(old).unwrap(); // misuse: the pool still holds `old`
@@ -86,7 +86,7 @@ fn entity_released_without_leaving_the_pool_is_not_visible_to_its_successor() {
 #[test]
 fn membership_changes_need_the_structural_phase_and_a_live_entity() {
     let mut reg = EntityRegistry::try_with_capacity(2).unwrap();
-    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
     let e = reg.try_create().unwrap();
     pool.insert(&mut reg, e, 1).unwrap();
     reg.set_structural_phase(false);
@@ -112,7 +112,7 @@ fn membership_changes_need_the_structural_phase_and_a_live_entity() {
 #[test]
 fn iteration_is_dense_order() {
     let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
-    let mut pool = ComponentPool::<u8>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u8>::try_new(&mut reg).unwrap();
     let es: Vec<EntityId> = (0..3).map(|_| reg.try_create().unwrap()).collect();
     for (i, e) in es.iter().enumerate().rev() {
         pool.insert(&mut reg, *e, i as u8).unwrap();
@@ -129,7 +129,7 @@ fn iteration_is_dense_order() {
 fn batches_apply_all_or_nothing() {
     let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
     let mut other = EntityRegistry::try_with_capacity(8).unwrap();
-    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
     let es: Vec<EntityId> = (0..4).map(|_| reg.try_create().unwrap()).collect();
     pool.insert(&mut reg, es[1], 7).unwrap();
     let dead = reg.try_create().unwrap();
@@ -181,7 +181,7 @@ fn batches_apply_all_or_nothing() {
 #[test]
 fn owners_view_names_every_dense_entry() {
     let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
-    let mut pool = ComponentPool::<u8>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u8>::try_new(&mut reg).unwrap();
     let es: Vec<EntityId> = (0..3).map(|_| reg.try_create().unwrap()).collect();
     for &e in es.iter().rev() {
         pool.insert(&mut reg, e, 0).unwrap();

@@ -65,7 +65,7 @@ fn model_remove(m: &mut Model, e: EntityId) -> Option<u32> {
 fn run(ops: Vec<Op>) {
     let mut reg = EntityRegistry::try_with_capacity(CAPACITY).unwrap();
     let mut other = EntityRegistry::try_with_capacity(CAPACITY).unwrap();
-    let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+    let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
     let mut model = Model::new();
     let foreign = other.try_create().unwrap();
     let mut handles = vec![foreign];

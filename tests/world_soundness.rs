@@ -183,38 +183,47 @@ fn a_lying_roster_cannot_corrupt_a_pool() {
     let capacity = if cfg!(miri) { 8 } else { 32 };
     let alloc = ludus::world::__private::Global;
     let mut w = Liar {
-        registry: ReadOnly::new(EntityRegistry::try_unbound_in(capacity, alloc).unwrap()),
+        registry: ReadOnly::try_new_world_registry(capacity, alloc).unwrap(),
         first: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
         second: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
         flip: false,
     };
-    // Binds the pool of the first call, then (the registry bound) the other one.
+    // Binds the pool of the first call; a bound world binds no more pools, so the other one
+    // stays unbound and every change that reaches it is refused.
     w.try_bind().unwrap();
-    w.try_bind().unwrap();
-    assert!(w.first.owner() != 0 && w.first.owner() == w.second.owner());
+    assert_eq!(w.try_bind(), Err(ludus::world::InitError::PoolMismatch));
+    assert!(w.first.owner() != 0 && w.second.owner() == 0);
+    assert_eq!(w.registry.bound_pools(), 1);
     let mut live = Vec::new();
+    let mut refused = 0;
     for round in 0..6u32 {
         let n = (capacity - w.registry.len()).min(3);
-        let spawned = w.spawn_batch((0..n).map(|k| (A(round * 10 + k as u32),)));
-        assert!(spawned.is_ok(), "{spawned:?}");
-        if let Ok(e) = w.spawn((A(round),)) {
-            live.push(e);
+        match w.spawn_batch((0..n).map(|k| (A(round * 10 + k as u32),))) {
+            Ok(_) => {}
+            Err(WorldError::ForeignPool) => refused += 1,
+            Err(other) => panic!("{other:?}"),
         }
-        // Destroys visit only one of the two pools: the other keeps a stale entry.
-        for e in live.drain(..).step_by(2) {
-            w.destroy(e).unwrap();
+        match w.spawn((A(round),)) {
+            Ok(e) => live.push(e),
+            Err(WorldError::ForeignPool) => refused += 1,
+            Err(WorldError::CapacityExhausted { .. }) => {}
+            Err(other) => panic!("{other:?}"),
         }
         let owners: Vec<EntityId> = w.first.owners().iter().collect();
-        for e in owners.into_iter().take(2) {
-            if w.registry.is_alive(e) {
-                w.destroy(e).unwrap();
+        for e in live.drain(..).chain(owners.into_iter().take(2)) {
+            match w.destroy(e) {
+                Ok(()) | Err(WorldError::Rejected(_)) => {}
+                Err(WorldError::ForeignPool) => refused += 1,
+                Err(other) => panic!("{other:?}"),
             }
         }
         for pool in [&w.first, &w.second] {
             assert!(keys_unique(pool), "round {round}: one entry per slot");
             assert!(pool.len() <= capacity);
         }
-        // A join of the two pools never yields two `&mut` to one value.
+        assert!(w.second.is_empty(), "an unbound pool never takes an entity");
+        // Every entity in the bound pool is alive: its destroys all reached it.
+        assert!(w.first.owners().iter().all(|e| w.registry.is_alive(e)));
         let mut seen = HashSet::new();
         for (e, (x, y)) in join((&mut w.first, &mut w.second)) {
             assert!(seen.insert(e));
@@ -222,6 +231,57 @@ fn a_lying_roster_cannot_corrupt_a_pool() {
             y.0 = y.0.wrapping_add(1);
         }
     }
+    assert!(refused > 0, "the lying calls were refused");
+}
+
+/// A roster that can hide its pool (`None` in its place): a destroy that would not reach
+/// every pool bound to the registry is refused, so a reused slot never meets a stale entry.
+struct Hider {
+    registry: ReadOnly<EntityRegistry>,
+    a: ComponentPool<A>,
+    hide: bool,
+}
+
+impl Roster for Hider {
+    type Alloc = ludus::world::__private::Global;
+    type Components = (A, ());
+    type Groups = ();
+    fn parts(&mut self) -> Parts<'_, Self> {
+        let pool = (!self.hide).then_some(&mut self.a);
+        (&mut self.registry, (pool, ()))
+    }
+    fn parts_ref(&self) -> PartsRef<'_, Self> {
+        (&self.registry, (&self.a, ()))
+    }
+}
+
+impl ludus::world::Stores<A> for Hider {}
+
+#[test]
+fn a_roster_hiding_a_pool_cannot_release_past_it() {
+    let alloc = ludus::world::__private::Global;
+    let mut w = Hider {
+        registry: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
+        a: ComponentPool::try_unbound_in(4, alloc).unwrap(),
+        hide: false,
+    };
+    w.try_bind().unwrap();
+    let e = w.spawn((A(1),)).unwrap();
+    w.hide = true;
+    assert_eq!(w.destroy(e), Err(WorldError::ForeignPool));
+    assert!(w.registry.is_alive(e) && w.a.len() == 1, "nothing changed");
+    assert_eq!(w.spawn((A(2),)), Err(WorldError::UnknownComponent));
+    w.hide = false;
+    w.destroy(e).unwrap();
+    assert!(w.a.is_empty());
+    let again = w.spawn((A(3),)).unwrap();
+    assert_eq!(
+        again.slot(),
+        e.slot(),
+        "the slot is reused, with no stale entry"
+    );
+    assert!(keys_unique(&w.a));
+    assert_eq!(w.get::<A>(e), None);
 }
 
 #[test]

@@ -194,6 +194,12 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         locate(self.keys(), self.sparse, key)
     }
 
+    /// Dense index of `slot`'s entry, whatever its generation.
+    #[inline(always)]
+    pub(crate) fn find_slot(&self, slot: u32) -> Option<usize> {
+        locate_slot(self.keys(), self.sparse, slot)
+    }
+
     /// Gives `key` the value `value`: replaces its value (returning the previous one), reuses
     /// the entry of a former incarnation of its slot in place, or appends. Returns the
     /// previous value and whether `key` newly joined.

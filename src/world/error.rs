@@ -93,7 +93,8 @@ pub enum WorldError {
     /// The pool was initialized against another registry.
     #[error("pool belongs to another registry")]
     ForeignPool,
-    /// A command inserts or removes a component type the world does not store.
+    /// A component type the world does not store (a command's, or one a hand-written roster
+    /// did not hand out).
     #[error("component type not in the world's roster")]
     UnknownComponent,
     /// A batch gave a different number of values than entities.

@@ -112,9 +112,7 @@ macro_rules! world {
                 alloc: __LudusAlloc,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 let mut world = Self {
-                    registry: $crate::world::ReadOnly::new(
-                        $crate::world::EntityRegistry::try_unbound_in(capacity, alloc.clone())?,
-                    ),
+                    registry: $crate::world::ReadOnly::try_new_world_registry(capacity, alloc.clone())?,
                     $( $field: $crate::world::ComponentPool::try_unbound_in(capacity, alloc.clone())?, )+
                 };
                 $crate::world::WorldOps::try_bind(&mut world)?;

@@ -96,16 +96,18 @@ pub(crate) fn remove<W: Roster, T: Pod>(
     Ok(value)
 }
 
-/// Checks that every pool belongs to `owner`.
+/// Checks that every pool belongs to `owner`, counting them.
 struct AllOwned {
     owner: OwnerToken,
     ok: bool,
+    pools: usize,
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AllOwned {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
         self.ok &= pool.owner() == self.owner;
+        self.pools += 1;
     }
 }
 
@@ -122,33 +124,43 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     }
 }
 
-/// Checks that every pool can be bound to a registry of `capacity` (unbound and empty), or
-/// is bound to `owner` already.
+/// Checks that every pool can be bound to a registry of `capacity`: unbound and empty.
 struct Bindable {
     capacity: usize,
-    owner: OwnerToken,
     ok: bool,
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Bindable {
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        let unbound = pool.owner() == 0 && pool.is_empty();
-        let bound = self.owner != 0 && pool.owner() == self.owner;
-        self.ok &= pool.capacity() == self.capacity && (unbound || bound);
+        self.ok &= pool.capacity() == self.capacity && pool.owner() == 0 && pool.is_empty();
     }
 }
 
-/// Binds every unbound pool to a registry.
+/// Binds every pool to a registry.
 struct Bind<'r, B: Allocator + Clone> {
-    registry: &'r EntityRegistry<B>,
+    registry: &'r mut EntityRegistry<B>,
 }
 
 impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bind<'_, B> {
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        if pool.owner() == 0 {
-            pool.bind(self.registry);
-        }
+        pool.bind(self.registry);
     }
+}
+
+/// Whether `pools` are exactly the pools bound to `registry`: each belongs to it, and as many
+/// as it counted (so a destroy that visits them reaches every pool that can hold its entity).
+#[inline(always)]
+fn all_bound<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>>(
+    registry: &EntityRegistry<A>,
+    pools: &mut P,
+) -> bool {
+    let mut owned = AllOwned {
+        owner: registry.owner(),
+        ok: true,
+        pools: 0,
+    };
+    pools.visit(&mut owned);
+    owned.ok && owned.pools == registry.bound_pools()
 }
 
 /// Every operation of a world declared with [`world!`](crate::world!), implemented once for
@@ -180,15 +192,16 @@ impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bi
 /// ```
 pub trait WorldOps: Roster {
     /// Issues the world's owner token and binds every pool to it; `world!`'s constructors call
-    /// it after every array was allocated, so a failed init consumes no token. Returns `Ok`
-    /// and changes nothing on a world already bound.
+    /// it after every array was allocated, so a failed init consumes no token. On a world
+    /// already bound it binds nothing: `Ok` when its pools are exactly those bound to its
+    /// registry.
     ///
     /// # Errors
     /// [`InitError::DuplicateComponent`] (a type declared twice), [`InitError::GroupOverlap`]
     /// (a group with no member, more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), a
     /// member not in the roster, or a pool in two groups), [`InitError::PoolMismatch`] (a pool
-    /// bound elsewhere or sized differently), [`InitError::IdentityExhausted`]; no token is
-    /// consumed on any of them.
+    /// bound, not empty or sized differently; on a bound world, a pool not bound to it),
+    /// [`InitError::IdentityExhausted`]; no token is consumed on any of them.
     fn try_bind(&mut self) -> Result<(), InitError> {
         if !Self::Components::distinct() {
             return Err(InitError::DuplicateComponent);
@@ -197,10 +210,16 @@ pub trait WorldOps: Roster {
             return Err(InitError::GroupOverlap);
         }
         let (registry, mut pools) = self.parts();
+        if registry.owner() != 0 {
+            return if all_bound(&registry.0, &mut pools) {
+                Ok(())
+            } else {
+                Err(InitError::PoolMismatch)
+            };
+        }
         let mut bindable = Bindable {
             capacity: registry.capacity(),
-            owner: registry.owner(),
-            ok: true,
+            ok: registry.bound_pools() == 0,
         };
         pools.visit(&mut bindable);
         if !bindable.ok {
@@ -208,7 +227,7 @@ pub trait WorldOps: Roster {
         }
         registry.0.issue_owner()?;
         pools.visit(&mut Bind {
-            registry: &registry.0,
+            registry: &mut registry.0,
         });
         Ok(())
     }
@@ -259,17 +278,14 @@ pub trait WorldOps: Roster {
     ///
     /// # Errors
     /// `InvalidPhase`, `Rejected` (not alive), `RevisionExhausted` or `ForeignPool` (a pool of
-    /// another registry); nothing changes.
+    /// another registry, or fewer pools than are bound to the registry); nothing changes.
     fn destroy(&mut self, entity: EntityId) -> Result<(), WorldError> {
         let (registry, mut pools) = self.parts();
         let registry = &mut registry.0;
         registry.check_entity_change(entity, Self::Components::LEN as u64 + 1)?;
-        let mut owned = AllOwned {
-            owner: registry.owner(),
-            ok: true,
-        };
-        pools.visit(&mut owned);
-        if !owned.ok {
+        // The release invariant: a world's registry releases a slot only here, after every
+        // pool bound to it left the entity (spawns into reused slots rely on it).
+        if !all_bound(registry, &mut pools) {
             return Err(WorldError::ForeignPool);
         }
         if Self::Groups::LEN > 0 {

@@ -36,7 +36,7 @@ use crate::identity::OwnerToken;
 /// ```
 /// use ludus::world::{ComponentPool, EntityRegistry};
 /// let mut reg = EntityRegistry::try_with_capacity(8)?;
-/// let mut hp = ComponentPool::<u32>::try_new(&reg)?;
+/// let mut hp = ComponentPool::<u32>::try_new(&mut reg)?;
 /// let e = reg.try_create()?;
 /// hp.insert(&mut reg, e, 100)?;
 /// *hp.get_mut(e).unwrap() -= 1;
@@ -66,22 +66,26 @@ impl<T: Pod> ComponentPool<T, Global> {
     ///
     /// # Errors
     /// [`InitError::Allocation`].
-    pub fn try_new<B: Allocator + Clone>(registry: &EntityRegistry<B>) -> Result<Self, InitError> {
+    pub fn try_new<B: Allocator + Clone>(
+        registry: &mut EntityRegistry<B>,
+    ) -> Result<Self, InitError> {
         Self::try_new_in(registry, Global)
     }
 }
 
 impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
-    /// A pool for `registry`'s entities whose three arrays come from `alloc`.
+    /// A pool for `registry`'s entities whose three arrays come from `alloc`. Binding takes
+    /// the registry exclusively (it counts its pools), so no pool can be bound to a world's
+    /// registry behind the world's back.
     ///
     /// # Errors
     /// [`InitError::Allocation`].
     pub fn try_new_in<B: Allocator + Clone>(
-        registry: &EntityRegistry<B>,
+        registry: &mut EntityRegistry<B>,
         alloc: A,
     ) -> Result<Self, InitError> {
         let mut pool = Self::try_unbound_in(registry.capacity(), alloc)?;
-        pool.owner = registry.owner();
+        pool.bind(registry);
         Ok(pool)
     }
 
@@ -102,16 +106,18 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         })
     }
 
-    /// Binds an unbound pool (from [`try_unbound_in`](Self::try_unbound_in)) to `registry`;
-    /// returns false, changing nothing, when the pool is already bound, the registry has no
-    /// owner token yet, or their capacities differ.
-    pub fn bind<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) -> bool {
+    /// Binds an unbound pool (from [`try_unbound_in`](Self::try_unbound_in)) to `registry`,
+    /// which counts it ([`EntityRegistry::bound_pools`]); returns false, changing nothing, when
+    /// the pool is already bound, the registry has no owner token yet, or their capacities
+    /// differ.
+    pub fn bind<B: Allocator + Clone>(&mut self, registry: &mut EntityRegistry<B>) -> bool {
         let ok = self.owner == 0
             && registry.owner() != 0
             && self.is_empty()
             && self.capacity == registry.capacity();
         if ok {
             self.owner = registry.owner();
+            registry.note_bound_pool();
         }
         ok
     }
@@ -271,6 +277,24 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         let (previous, joined) = self.insert_validated(entity, value);
         registry.advance_revision(u64::from(joined));
         Ok(previous)
+    }
+
+    /// Appends the value of an entity whose slot has no entry here, without looking it up.
+    ///
+    /// # Safety
+    /// `entity`'s slot has no entry in this pool (for the world's spawns: see the release
+    /// invariant in [`WorldOps::destroy`](super::WorldOps::destroy) and the provenance
+    /// invariant above).
+    #[inline(always)]
+    pub(crate) unsafe fn insert_first(&mut self, entity: EntityId, value: T) {
+        debug_assert_eq!(entity.owner(), self.owner, "{entity:?}");
+        let mut dense = self.dense_mut();
+        debug_assert!(
+            dense.find_slot(entity.slot()).is_none(),
+            "{entity:?}: its slot already has an entry"
+        );
+        dense.append(EntityKey::of(entity), value);
+        dense.finish();
     }
 
     /// [`insert`](Self::insert) after the caller checked the change (phase, `entity` alive in
@@ -604,7 +628,7 @@ mod tests {
     #[should_panic(expected = "already have entries")]
     fn publishing_slots_that_have_entries_panics_in_debug() {
         let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
-        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
         for _ in 0..3 {
             let e = reg.try_create().unwrap();
             pool.insert(&mut reg, e, 1).unwrap();
@@ -625,8 +649,8 @@ mod tests {
     #[test]
     #[should_panic(expected = "does not fit")]
     fn publishing_past_the_capacity_panics() {
-        let reg = EntityRegistry::try_with_capacity(4).unwrap();
-        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
         let writer = pool.batch_writer(2).unwrap();
         let cursor = writer.cursor();
         // SAFETY: `0, 1 < 2` and both values are written; slots 3 and 4 have no entry, and
@@ -641,7 +665,7 @@ mod tests {
     #[test]
     fn publishing_fresh_slots_appends_them() {
         let mut reg = EntityRegistry::try_with_capacity(8).unwrap();
-        let mut pool = ComponentPool::<u32>::try_new(&reg).unwrap();
+        let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
         let e = reg.try_create().unwrap();
         pool.insert(&mut reg, e, 1).unwrap();
         let writer = pool.batch_writer(2).unwrap();

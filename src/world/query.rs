@@ -175,8 +175,8 @@ pub struct Join<C> {
 /// ```
 /// use ludus::world::{join, ComponentPool, EntityRegistry};
 /// let mut reg = EntityRegistry::try_with_capacity(4)?;
-/// let mut pos = ComponentPool::<f32>::try_new(&reg)?;
-/// let mut vel = ComponentPool::<f32>::try_new(&reg)?;
+/// let mut pos = ComponentPool::<f32>::try_new(&mut reg)?;
+/// let mut vel = ComponentPool::<f32>::try_new(&mut reg)?;
 /// for i in 0..3 {
 ///     let e = reg.try_create()?;
 ///     pos.insert(&mut reg, e, 0.0)?;

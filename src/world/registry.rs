@@ -123,6 +123,8 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     /// `u64::MAX` inside the structural phase, 0 outside: `revision < revision_end` checks the
     /// phase and one more revision with a single compare.
     revision_end: u64,
+    /// Pools bound to this registry so far (each binding needs `&mut self`; none is unbound).
+    bound_pools: u32,
 }
 
 impl EntityRegistry<Global> {
@@ -223,6 +225,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             last_sequence: 0,
             revision: 0,
             revision_end: u64::MAX,
+            bound_pools: 0,
         })
     }
 
@@ -230,6 +233,19 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[inline]
     pub fn owner(&self) -> OwnerToken {
         self.owner
+    }
+
+    /// Number of [`ComponentPool`](super::ComponentPool)s bound to this registry. Binding
+    /// takes `&mut` of the registry, so a world's registry (behind [`ReadOnly`](super::ReadOnly))
+    /// gets exactly the pools its world bound at init.
+    #[inline]
+    pub fn bound_pools(&self) -> usize {
+        self.bound_pools as usize
+    }
+
+    /// Counts one more pool bound to this registry.
+    pub(crate) fn note_bound_pool(&mut self) {
+        self.bound_pools = self.bound_pools.saturating_add(1);
     }
 
     /// Number of slots fixed at init.
@@ -807,6 +823,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for EntityRegistry<A> {
             .field("available", &self.available())
             .field("last_sequence", &self.last_sequence)
             .field("revision", &self.revision)
+            .field("bound_pools", &self.bound_pools)
             .field("structural", &self.is_structural_phase())
             .finish()
     }

@@ -13,13 +13,13 @@
 //! ([`WorldError::DuplicateComponent`]) before anything changes. The type compares fold to
 //! constants: a valid bundle pays nothing for the check.
 
-use core::any::type_name;
+use core::any::{type_name, TypeId};
 
 use bytemuck::Pod;
 
 use super::group::{Repack, RepackIn};
 use super::pool::{BatchCursor, BatchWriter};
-use super::roster::{ComponentList, GroupList, PoolsMut, PoolsMutList, Roster, Stores};
+use super::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 use super::{ComponentPool, EntityId, WorldError};
 use crate::identity::{OwnerToken, FIRST_GENERATION};
 
@@ -34,17 +34,20 @@ mod sealed {
         type Pools<'a>;
         /// One batch writer per component.
         type Writers<'a>;
+        /// The first type the bundle names twice (constant compares: folds away).
+        fn duplicate() -> Option<&'static str>;
         /// Takes every component's pool out of the world's list.
         fn take<'a>(pools: &mut PoolsMut<'a, W>) -> Result<Self::Pools<'a>, WorldError>;
         /// Whether every pool belongs to the registry of `owner`.
         fn owned_by(pools: &Self::Pools<'_>, owner: OwnerToken) -> bool;
         /// Whether every pool has `n` free entries.
         fn room(pools: &Self::Pools<'_>, n: usize) -> bool;
-        /// Inserts every component for `entity`, created just now in the registry every pool
-        /// belongs to. Each slot is looked up: a reused slot may hold a stale entry of a former
-        /// incarnation in a pool a world's destroy did not reach (a hand-written roster), and
-        /// the pool must never hold a slot twice.
-        fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId);
+        /// Appends every component for `entity`, without a slot lookup.
+        ///
+        /// # Safety
+        /// `entity` was created just now in the world registry every pool belongs to, and
+        /// nothing was inserted for it yet.
+        unsafe fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId);
         /// One write cursor per component.
         type Cursors: Copy;
         /// Reserves `n` entries past the end of every pool.
@@ -81,6 +84,12 @@ mod sealed {
 )]
 pub trait Bundle<W: Roster>: sealed::BundleParts<W> {}
 
+/// The name of the first type in `ids` that appears twice.
+#[inline(always)]
+fn first_duplicate(ids: &[TypeId], names: &[&'static str]) -> Option<&'static str> {
+    (1..ids.len()).find_map(|i| ids[..i].contains(&ids[i]).then(|| names[i]))
+}
+
 /// The pool of `T` taken from `pools`, or why not.
 #[inline(always)]
 fn take_pool<'a, W: Roster, T: Pod>(
@@ -92,17 +101,12 @@ fn take_pool<'a, W: Roster, T: Pod>(
     }
 }
 
-/// The error for a pool that could not be taken: taken already (named twice) or not stored.
+/// The error for a pool the roster's list does not hold (a hand-written roster can hide one;
+/// a bundle naming a type twice is refused before, by [`sealed::BundleParts::duplicate`]).
 #[cold]
 #[inline(never)]
 pub(crate) fn missing<W: Roster, T: Pod>() -> WorldError {
-    if W::Components::contains(core::any::TypeId::of::<T>()) {
-        WorldError::DuplicateComponent {
-            component: type_name::<T>(),
-        }
-    } else {
-        WorldError::UnknownComponent
-    }
+    WorldError::UnknownComponent
 }
 
 /// Packs `entity` into every group containing `T`.
@@ -126,7 +130,14 @@ macro_rules! tuple_bundle {
             type Writers<'a> = ($(BatchWriter<'a, $t, W::Alloc>,)+);
             type Cursors = ($(BatchCursor<$t>,)+);
             #[inline(always)]
+            fn duplicate() -> Option<&'static str> {
+                first_duplicate(&[$(TypeId::of::<$t>()),+], &[$(type_name::<$t>()),+])
+            }
+            #[inline(always)]
             fn take<'a>(pools: &mut PoolsMut<'a, W>) -> Result<Self::Pools<'a>, WorldError> {
+                if let Some(component) = <Self as sealed::BundleParts<W>>::duplicate() {
+                    return Err(WorldError::DuplicateComponent { component });
+                }
                 Ok(($(take_pool::<W, $t>(pools)?,)+))
             }
             #[inline(always)]
@@ -138,8 +149,13 @@ macro_rules! tuple_bundle {
                 true $(&& pools.$i.capacity() - pools.$i.len() >= n)+
             }
             #[inline(always)]
-            fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId) {
-                $( pools.$i.insert_validated(entity, self.$i); )+
+            unsafe fn insert(self, pools: &mut Self::Pools<'_>, entity: EntityId) {
+                // SAFETY: forwarded contract; no pool bound to a world's registry holds an
+                // entry for a slot just created in it: a slot never created has none
+                // (provenance invariant of `ComponentPool`), and a reused slot left every pool
+                // bound to the registry at its release (`WorldOps::destroy`, the only release
+                // of a world's registry, checks that it visits all of them).
+                $( unsafe { pools.$i.insert_first(entity, self.$i) }; )+
             }
             #[inline(always)]
             fn writers<'a>(pools: Self::Pools<'a>, n: usize) -> Option<Self::Writers<'a>> {
@@ -199,7 +215,10 @@ pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
             return Err(WorldError::ForeignPool);
         }
         let entity = registry.try_create_charged(B::LEN)?;
-        bundle.insert(&mut bundle_pools, entity);
+        // SAFETY: `entity` was just created in `registry`, a world's registry (behind
+        // `ReadOnly`: `parts` is how a world hands it out), to which every pool belongs
+        // (`owned_by`, checked above); nothing was inserted for it.
+        unsafe { bundle.insert(&mut bundle_pools, entity) };
         entity
     };
     if B::grouped() {

@@ -87,8 +87,8 @@ fn destroy((mut g, ids): (Game, Vec<EntityId>)) -> usize {
 type Setup = (EntityRegistry, ComponentPool<[f32; 3]>, Vec<EntityId>);
 
 fn empty() -> Setup {
-    let reg = EntityRegistry::try_with_capacity(N).unwrap();
-    let pool = ComponentPool::try_new(&reg).unwrap();
+    let mut reg = EntityRegistry::try_with_capacity(N).unwrap();
+    let pool = ComponentPool::try_new(&mut reg).unwrap();
     (reg, pool, Vec::with_capacity(N))
 }
 
