@@ -16,7 +16,7 @@ use super::group::{groups_valid, Consistent, Repack, RepackIn};
 use super::roster::{
     ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, Roster, Stores,
 };
-use super::spawn::{self, missing, pack_groups_of, Bundle};
+use super::spawn::{self, pack_groups_of, Bundle};
 use super::{CommandBuffer, ComponentPool, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
 
@@ -30,7 +30,7 @@ type Member<'a, W, T> = (
 #[inline(always)]
 fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
     let (registry, mut pools) = world.parts();
-    let pool = pools.take::<T>().ok_or_else(missing::<W, T>)?;
+    let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
     if pool.owner() != registry.owner() {
         return Err(WorldError::ForeignPool);
     }
@@ -462,7 +462,10 @@ pub trait WorldOps: Roster {
     {
         match self.parts_ref().1.get::<T>() {
             Some(pool) => pool,
-            None => panic!("{}", missing::<Self, T>()),
+            None => panic!(
+                "no pool of {} in this world's roster",
+                core::any::type_name::<T>()
+            ),
         }
     }
 

@@ -97,16 +97,10 @@ fn take_pool<'a, W: Roster, T: Pod>(
 ) -> Result<&'a mut ComponentPool<T, W::Alloc>, WorldError> {
     match pools.take::<T>() {
         Some(pool) => Ok(pool),
-        None => Err(missing::<W, T>()),
+        // Not in the list: a hand-written roster can hide a pool (a type named twice was
+        // refused before, by the bundle's `duplicate`).
+        None => Err(WorldError::UnknownComponent),
     }
-}
-
-/// The error for a pool the roster's list does not hold (a hand-written roster can hide one;
-/// a bundle naming a type twice is refused before, by [`sealed::BundleParts::duplicate`]).
-#[cold]
-#[inline(never)]
-pub(crate) fn missing<W: Roster, T: Pod>() -> WorldError {
-    WorldError::UnknownComponent
 }
 
 /// Packs `entity` into every group containing `T`.
