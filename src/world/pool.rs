@@ -30,7 +30,11 @@ use crate::identity::OwnerToken;
 /// `insert`s against the `&mut EntityRegistry` they are given after comparing its owner token,
 /// a world's paths the same way, spawns for entities they have just created — and owner tokens
 /// are unique in the process (the constructors taking a token source are `unsafe`). Hence a
-/// slot its registry has never created has no entry, which the batch spawn relies on.
+/// slot its registry has never created has no entry, which the batch spawn relies on. Binding
+/// takes `&mut EntityRegistry`, which counts its pools; a world's registry (created behind
+/// [`ReadOnly`](super::ReadOnly)) releases slots only in
+/// [`WorldOps::destroy`](super::WorldOps::destroy), which first checks that it reaches every
+/// pool bound to it (*release invariant*): a reused slot of a world has no entry either.
 ///
 /// # Examples
 /// ```
