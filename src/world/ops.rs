@@ -17,7 +17,9 @@ use super::roster::{
     ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, Roster, Stores,
 };
 use super::spawn::{self, pack_groups_of, Bundle};
-use super::{CommandBuffer, ComponentPool, EntityId, EntityRegistry, InitError, WorldError};
+use super::{
+    CommandBuffer, ComponentPool, EntityId, EntityKey, EntityRegistry, InitError, WorldError,
+};
 use crate::identity::OwnerToken;
 
 /// A world's registry and one of its pools, mutably.
@@ -111,16 +113,17 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AllOwned {
     }
 }
 
-/// Removes one entity from every pool, counting the removals.
+/// Removes one entity from every pool (all of its registry: checked before), counting the
+/// removals.
 struct RemoveAll {
-    entity: EntityId,
+    key: EntityKey,
     removed: u64,
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        self.removed += u64::from(pool.remove_validated(self.entity).is_some());
+        self.removed += u64::from(pool.remove_key(self.key));
     }
 }
 
@@ -295,7 +298,10 @@ pub trait WorldOps: Roster {
                 _alloc: PhantomData,
             });
         }
-        let mut remove = RemoveAll { entity, removed: 0 };
+        let mut remove = RemoveAll {
+            key: EntityKey::of(entity),
+            removed: 0,
+        };
         pools.visit(&mut remove);
         // Durable-binding hook: detach the entity's binding here, before the slot is
         // released (seed 000, "Destruction and physical retirement").

@@ -491,6 +491,16 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         removed
     }
 
+    /// Removes the entry of `key` (an entity of this pool's registry: the caller compared the
+    /// owner tokens), returning whether there was one.
+    #[inline(always)]
+    pub(crate) fn remove_key(&mut self, key: EntityKey) -> bool {
+        let mut dense = self.dense_mut();
+        let removed = dense.remove(key).is_some();
+        dense.finish();
+        removed
+    }
+
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
     /// Used by owned groups; order-only, not a membership change.
     #[inline]
