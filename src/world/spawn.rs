@@ -8,10 +8,12 @@
 //! slots are published together at the end (nothing of that part is published if the
 //! iterator panics).
 //!
-//! A bundle's pools are taken out of the world's pool list by type, so a bundle naming one
-//! component type twice finds the second one taken and is refused
-//! ([`WorldError::DuplicateComponent`]) before anything changes. The type compares fold to
-//! constants: a valid bundle pays nothing for the check.
+//! A bundle naming one component type twice is refused ([`WorldError::DuplicateComponent`])
+//! by constant `TypeId` compares before any pool is taken; they fold away, so a valid bundle
+//! pays nothing for the check. Its pools are then taken out of the world's pool list by type
+//! and checked to belong to the world's registry. Spawned values are appended without a slot
+//! lookup: a slot just created in a world's registry has no entry in any pool bound to it (the
+//! provenance and release invariants of [`ComponentPool`]).
 
 use core::any::{type_name, TypeId};
 
