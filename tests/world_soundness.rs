@@ -141,6 +141,26 @@ fn swapped_pools_are_refused_as_foreign_pools() {
     assert_eq!(w1.insert(e1, A(9)), Err(WorldError::ForeignPool));
     assert_eq!(w1.destroy(e1), Err(WorldError::ForeignPool));
     assert!(w1.registry.is_alive(e1));
+    // A commit would be refused half way: it is refused before it applies anything.
+    let mut cmd = CommandBuffer::try_with_capacity(4, 16).unwrap();
+    let p = cmd.create().unwrap();
+    cmd.insert(&w1.registry, p, B(1)).unwrap();
+    cmd.destroy(&w1.registry, e1).unwrap();
+    let before = (
+        w1.registry.len(),
+        w1.b.len(),
+        w1.registry.structural_revision(),
+    );
+    assert_eq!(w1.commit(&mut cmd), Err(WorldError::ForeignPool));
+    assert_eq!(
+        (
+            w1.registry.len(),
+            w1.b.len(),
+            w1.registry.structural_revision()
+        ),
+        before
+    );
+    cmd.clear(&w1.registry).unwrap();
     // B's pool is still w1's own: changes there go through.
     w1.insert(e1, B(5)).unwrap();
     std::mem::swap(&mut w1.a, &mut w2.a);

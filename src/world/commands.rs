@@ -417,10 +417,15 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// Applies every command to `world`, all or nothing. Prefer the world's `commit` method.
     ///
     /// # Errors
-    /// [`WorldError::InvalidPhase`], a short budget, a target no longer alive or an unknown
-    /// component type; then nothing is applied and the buffer is kept.
+    /// [`WorldError::InvalidPhase`], [`WorldError::ForeignPool`] (a pool of the world belongs
+    /// to another registry), a short budget, a target no longer alive or an unknown component
+    /// type; then nothing is applied and the buffer is kept.
     pub fn commit<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
         world.registry().check_phase()?;
+        // A pool swapped in from another world would refuse its commands half way.
+        if !ops::roster_intact(world) {
+            return Err(WorldError::ForeignPool);
+        }
         self.preflight(world)?;
         self.created.clear();
         for i in 0..self.commands.len() {

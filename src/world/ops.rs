@@ -150,6 +150,13 @@ impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bi
     }
 }
 
+/// Whether the world's pools are exactly the pools bound to its registry (every structural
+/// operation on them then goes through): a commit checks it before applying anything.
+pub(crate) fn roster_intact<W: Roster>(world: &mut W) -> bool {
+    let (registry, mut pools) = world.parts();
+    all_bound(&registry.0, &mut pools)
+}
+
 /// Whether `pools` are exactly the pools bound to `registry`: each belongs to it, and as many
 /// as it counted (so a destroy that visits them reaches every pool that can hold its entity).
 #[inline(always)]
