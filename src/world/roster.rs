@@ -8,9 +8,19 @@
 //! (in a bundle or a query) is found once and refused the second time — never two `&mut` to one
 //! pool.
 //!
-//! Nothing here is trusted by unsafe code. A [`Roster`] only hands out borrows of pools it
-//! owns; pools keep their own invariants (unique keys, capacity) and every structural operation
-//! checks that a pool belongs to the world's registry (one compare per pool and call).
+//! A [`Roster`] is not trusted: it only chooses which pools it hands out (each at most once per
+//! call: two `&mut` to one pool cannot exist), and every structural operation checks that they
+//! belong to the world's registry. The list traits ([`ComponentList`], [`PoolsMutList`],
+//! [`PoolsRefList`], [`GroupList`]) are sealed: implemented by the crate for `()` and pairs
+//! only, so a list visits each of its pools exactly once, which `destroy`'s bound-pool count
+//! relies on.
+
+mod sealed {
+    /// Implemented for `()` and `(Head, Tail)` only.
+    pub trait List {}
+    impl List for () {}
+    impl<H, T: List> List for (H, T) {}
+}
 
 use core::any::TypeId;
 
@@ -79,8 +89,24 @@ pub trait PoolVisitor<A: Allocator + Clone + 'static> {
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>);
 }
 
-/// A type list of distinct component types: `()` or `(Head, Tail)`.
-pub trait ComponentList: 'static {
+/// A type list of distinct component types: `()` or `(Head, Tail)`. Sealed: a list of one's
+/// own cannot stand in for it (its pools could then be visited twice, or not at all).
+///
+/// ```compile_fail,E0277
+/// use ludus::world::{ComponentList, PoolsMutList, PoolsRefList, TypeVisitor};
+/// struct Mine;
+/// impl ComponentList for Mine { // error[E0277]: the sealing trait is not implemented
+///     const LEN: usize = 0;
+///     type Mut<'a, A: allocator_api2::alloc::Allocator + Clone + 'static> = ();
+///     type Ref<'a, A: allocator_api2::alloc::Allocator + Clone + 'static> = ();
+///     fn contains(_: core::any::TypeId) -> bool { false }
+///     fn dispatch<V: TypeVisitor>(_: core::any::TypeId, _: &mut V) -> bool { false }
+///     fn ids(_: &mut [core::any::TypeId]) -> usize { 0 }
+///     fn each<V: TypeVisitor>(_: &mut V) {}
+///     fn distinct() -> bool { true }
+/// }
+/// ```
+pub trait ComponentList: sealed::List + 'static {
     /// Number of types.
     const LEN: usize;
     /// The pools of these types, mutably and each taken at most once.
@@ -187,7 +213,7 @@ fn downcast_ref<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
 }
 
 /// A world's pools, mutably; each can be taken once.
-pub trait PoolsMutList<'a, A: Allocator + Clone + 'static> {
+pub trait PoolsMutList<'a, A: Allocator + Clone + 'static>: sealed::List {
     /// Takes the pool of `T` out of the list; `None` when there is none or it was taken.
     fn take<T: Pod>(&mut self) -> Option<&'a mut ComponentPool<T, A>>;
     /// The pool of `T`, reborrowed (not taken); `None` when there is none or it was taken.
@@ -238,7 +264,7 @@ impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsMutList<'a, A>> PoolsMu
 }
 
 /// A world's pools, shared.
-pub trait PoolsRefList<'a, A: Allocator + Clone + 'static>: Copy {
+pub trait PoolsRefList<'a, A: Allocator + Clone + 'static>: sealed::List + Copy {
     /// The pool of `T`; `None` when there is none.
     fn get<T: Pod>(self) -> Option<&'a ComponentPool<T, A>>;
 }
@@ -264,7 +290,7 @@ impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsRefList<'a, A>> PoolsRe
 }
 
 /// A list of owned groups, each a [`ComponentList`] of its members: `()` or `(Group, Rest)`.
-pub trait GroupList: 'static {
+pub trait GroupList: sealed::List + 'static {
     /// Number of groups.
     const LEN: usize;
     /// Calls `f` with each group's member ids (at most [`MAX_GROUP_MEMBERS`] of them) until it
