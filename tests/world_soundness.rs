@@ -379,6 +379,45 @@ fn a_dropped_buffer_leaves_marks_that_the_world_can_clear() {
     assert!(!w.registry.is_alive(e));
 }
 
+/// Clearing every mark while a live buffer holds a destroy: the buffer could otherwise record
+/// commands on the entity after its own destroy (it is active again) and fail half way through
+/// its commit. It refuses to commit instead, and its `clear` leaves others' marks alone.
+#[test]
+fn a_live_buffer_refuses_to_commit_after_its_marks_were_cleared() {
+    let mut w = W::try_new(4).unwrap();
+    let e = w.spawn((A(1), B(1))).unwrap();
+    let mut stale = CommandBuffer::try_with_capacity(4, 16).unwrap();
+    stale.destroy(&w.registry, e).unwrap();
+    assert_eq!(w.clear_pending(), Ok(1));
+    stale.insert(&w.registry, e, A(2)).unwrap(); // active again: recorded after its destroy
+    assert_eq!(
+        stale.destroy(&w.registry, e),
+        Err(CommandError::MarksCleared)
+    );
+    // Another buffer marks it now.
+    let mut fresh = CommandBuffer::try_with_capacity(4, 16).unwrap();
+    fresh.destroy(&w.registry, e).unwrap();
+    let before = (
+        w.registry.structural_revision(),
+        w.a.len(),
+        w.get::<A>(e).copied(),
+    );
+    assert_eq!(w.commit(&mut stale), Err(WorldError::MarksCleared));
+    assert_eq!(
+        (
+            w.registry.structural_revision(),
+            w.a.len(),
+            w.get::<A>(e).copied()
+        ),
+        before,
+        "nothing applied"
+    );
+    stale.clear(&w.registry).unwrap();
+    assert!(w.registry.is_pending(e), "the other buffer's mark is kept");
+    w.commit(&mut fresh).unwrap();
+    assert!(!w.registry.is_alive(e));
+}
+
 #[test]
 fn clear_with_another_registry_is_refused() {
     let mut w1 = W::try_new(4).unwrap();

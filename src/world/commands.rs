@@ -127,6 +127,10 @@ pub struct CommandBuffer<A: Allocator + Clone = Global> {
     token: OwnerToken,
     /// Owner of the registry the current commands were recorded against (0: none yet).
     registry: OwnerToken,
+    /// The registry's mark epoch when the first recorded destroy marked its target (`None`:
+    /// no destroy recorded). A later `clear_pending` advances the registry's epoch and clears
+    /// the marks: then this buffer refuses to commit and `clear` leaves marks alone.
+    marks: Option<u64>,
     /// Advances on every commit and clear; provisionals of older epochs are refused.
     epoch: u64,
     commands: Vec<Command, A>,
@@ -199,6 +203,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         Ok(Self {
             token,
             registry: 0,
+            marks: None,
             epoch: 0,
             commands: commands_v,
             bytes: bytes_v,
@@ -295,9 +300,16 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     ) -> Result<(), CommandError> {
         self.room(0)?;
         self.same_registry(registry)?;
+        if self
+            .marks
+            .is_some_and(|epoch| epoch != registry.mark_epoch())
+        {
+            return Err(CommandError::MarksCleared);
+        }
         registry
             .try_mark_pending(entity)
             .map_err(CommandError::Rejected)?;
+        self.marks = Some(registry.mark_epoch());
         self.commands.push(Command::Destroy(entity));
         self.registry = registry.owner();
         Ok(())
@@ -367,9 +379,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         registry: &EntityRegistry<B>,
     ) -> Result<(), CommandError> {
         self.same_registry(registry)?;
-        for c in &self.commands {
-            if let Command::Destroy(e) = c {
-                registry.unmark_pending(*e);
+        // Marks cleared by `clear_pending` may since belong to another buffer: leave them.
+        if self.marks == Some(registry.mark_epoch()) {
+            for c in &self.commands {
+                if let Command::Destroy(e) = c {
+                    registry.unmark_pending(*e);
+                }
             }
         }
         self.reset();
@@ -382,6 +397,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         self.bytes.clear();
         self.creates = 0;
         self.registry = 0;
+        self.marks = None;
         self.epoch = self.epoch.saturating_add(1);
     }
 
@@ -417,11 +433,21 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// Applies every command to `world`, all or nothing. Prefer the world's `commit` method.
     ///
     /// # Errors
-    /// [`WorldError::InvalidPhase`], [`WorldError::ForeignPool`] (a pool of the world belongs
-    /// to another registry), a short budget, a target no longer alive or an unknown component
-    /// type; then nothing is applied and the buffer is kept.
+    /// [`WorldError::InvalidPhase`], [`WorldError::MarksCleared`] (the world cleared every
+    /// pending mark since this buffer recorded a destroy: clear the buffer),
+    /// [`WorldError::ForeignPool`] (a pool of the world belongs to another registry), a short
+    /// budget, a target no longer alive or an unknown component type; then nothing is applied
+    /// and the buffer is kept.
     pub fn commit<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
         world.registry().check_phase()?;
+        // Its destroys' marks were cleared: the entities may have been targeted since by
+        // commands this buffer would apply after their destroy.
+        if self
+            .marks
+            .is_some_and(|epoch| epoch != world.registry().mark_epoch())
+        {
+            return Err(WorldError::MarksCleared);
+        }
         // A pool swapped in from another world would refuse its commands half way.
         if !ops::roster_intact(world) {
             return Err(WorldError::ForeignPool);

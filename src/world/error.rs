@@ -108,6 +108,10 @@ pub enum WorldError {
     /// A command names a provisional entity its buffer never created.
     #[error("provisional id unknown to this buffer")]
     UnknownProvisional,
+    /// The world cleared every pending mark (`clear_pending`) since this buffer recorded a
+    /// destroy; clear the buffer and record again.
+    #[error("the pending marks of this buffer's destroys were cleared; clear it and record again")]
+    MarksCleared,
     /// A bundle names one component type twice (each entity holds at most one value per
     /// type: use a newtype for a second one).
     #[error("bundle names {component} twice")]
@@ -139,6 +143,9 @@ pub enum CommandError {
     /// The provisional id was issued by another buffer or before the last commit.
     #[error("provisional id from another buffer or epoch")]
     ForeignProvisional,
+    /// The world cleared every pending mark since this buffer recorded a destroy; clear it.
+    #[error("the pending marks of this buffer's destroys were cleared; clear it and record again")]
+    MarksCleared,
     /// The buffer holds commands recorded against another registry (a buffer serves one
     /// world between commits).
     #[error("buffer holds commands recorded against another registry")]

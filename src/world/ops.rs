@@ -540,8 +540,9 @@ pub trait WorldOps: Roster {
 
     /// Clears every pending-destruction mark of the registry (the entities become active
     /// again) and returns how many there were: recovers the marks of a [`CommandBuffer`]
-    /// dropped (or unwound) without `commit` or `clear`. A live buffer that recorded one of
-    /// those destroys then fails its commit's preflight rather than destroying the entity.
+    /// dropped (or unwound) without `commit` or `clear`. A live buffer holding destroys recorded
+    /// before then refuses to commit ([`WorldError::MarksCleared`], nothing applied) until it
+    /// is cleared.
     ///
     /// # Errors
     /// [`WorldError::InvalidPhase`] outside the structural phase; nothing changes.

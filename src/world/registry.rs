@@ -125,6 +125,9 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     revision_end: u64,
     /// Pools bound to this registry so far (each binding needs `&mut self`; none is unbound).
     bound_pools: u32,
+    /// Advances whenever every pending mark is cleared at once: buffers holding destroys of an
+    /// older epoch lost their marks and refuse to commit.
+    mark_epoch: u64,
 }
 
 impl EntityRegistry<Global> {
@@ -226,6 +229,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             revision: 0,
             revision_end: u64::MAX,
             bound_pools: 0,
+            mark_epoch: 0,
         })
     }
 
@@ -762,8 +766,16 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         }
     }
 
-    /// Clears every pending-destruction mark; returns how many were cleared.
+    /// The pending-mark epoch (see [`clear_pending_marks`](Self::clear_pending_marks)).
+    #[inline]
+    pub(crate) fn mark_epoch(&self) -> u64 {
+        self.mark_epoch
+    }
+
+    /// Clears every pending-destruction mark and advances the mark epoch (every buffer holding
+    /// destroys recorded before then refuses to commit); returns how many were cleared.
     pub(crate) fn clear_pending_marks(&mut self) -> usize {
+        self.mark_epoch = self.mark_epoch.saturating_add(1);
         let mut cleared = 0;
         for m in &self.meta[..self.high as usize] {
             let v = m.load(Relaxed);
