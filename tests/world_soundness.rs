@@ -441,7 +441,13 @@ fn clear_with_another_registry_is_refused() {
         cmd.destroy(&w1.registry, e),
         Err(CommandError::ForeignRegistry)
     );
-    w1.commit(&mut cmd).unwrap();
+    // Recorded against w2: w1 refuses it before applying anything, w2 takes it.
+    let len = w1.registry.len();
+    assert_eq!(w1.commit(&mut cmd), Err(WorldError::ForeignCommands));
+    assert_eq!(w1.registry.len(), len);
+    let mut w2 = w2;
+    w2.commit(&mut cmd).unwrap();
+    assert_eq!(w2.get::<B>(cmd.resolve(c).unwrap()), Some(&B(3)));
 }
 
 #[test]
@@ -462,4 +468,58 @@ fn roster_type_lists_describe_the_world() {
     assert_eq!(<<W as Roster>::Components as ComponentList>::LEN, 2);
     assert_eq!(<<W as Roster>::Groups as GroupList>::LEN, 1);
     assert_eq!(<<Loose as Roster>::Groups as GroupList>::LEN, 0);
+}
+
+/// A roster that alternates between two registries (each with its pool): a batch spawn checks
+/// the phase and budgets again on the registry it creates in.
+struct TwoRegistries {
+    r1: ReadOnly<EntityRegistry>,
+    r2: ReadOnly<EntityRegistry>,
+    x1: ComponentPool<A>,
+    x2: ComponentPool<A>,
+    second: bool,
+}
+
+impl Roster for TwoRegistries {
+    type Alloc = ludus::world::__private::Global;
+    type Components = (A, ());
+    type Groups = ();
+    fn parts(&mut self) -> Parts<'_, Self> {
+        self.second = !self.second;
+        if self.second {
+            (&mut self.r1, (Some(&mut self.x1), ()))
+        } else {
+            (&mut self.r2, (Some(&mut self.x2), ()))
+        }
+    }
+    fn parts_ref(&self) -> PartsRef<'_, Self> {
+        (&self.r1, (&self.x1, ()))
+    }
+}
+
+impl ludus::world::Stores<A> for TwoRegistries {}
+
+#[test]
+fn a_batch_spawn_rechecks_the_registry_it_creates_in() {
+    let alloc = ludus::world::__private::Global;
+    let mut w = TwoRegistries {
+        r1: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
+        r2: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
+        x1: ComponentPool::try_unbound_in(4, alloc).unwrap(),
+        x2: ComponentPool::try_unbound_in(4, alloc).unwrap(),
+        second: false,
+    };
+    w.try_bind().unwrap(); // r1
+    w.try_bind().unwrap(); // r2
+    w.end_structural(); // r1
+    w.end_structural(); // r2
+    w.begin_structural(); // r1 open again, r2 closed
+    assert_eq!(w.create(), Err(WorldError::InvalidPhase)); // r2
+                                                           // Checks on r1, would create in r2.
+    assert_eq!(
+        w.spawn_batch([(A(1),), (A(2),)]),
+        Err(WorldError::InvalidPhase)
+    );
+    assert_eq!((w.r2.len(), w.x2.len()), (0, 0));
+    assert!(!w.r2.is_structural_phase());
 }

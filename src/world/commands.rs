@@ -433,13 +433,18 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// Applies every command to `world`, all or nothing. Prefer the world's `commit` method.
     ///
     /// # Errors
-    /// [`WorldError::InvalidPhase`], [`WorldError::MarksCleared`] (the world cleared every
+    /// [`WorldError::InvalidPhase`], [`WorldError::ForeignCommands`] (recorded against another
+    /// world's registry), [`WorldError::MarksCleared`] (the world cleared every
     /// pending mark since this buffer recorded a destroy: clear the buffer),
     /// [`WorldError::ForeignPool`] (a pool of the world belongs to another registry), a short
     /// budget, a target no longer alive or an unknown component type; then nothing is applied
     /// and the buffer is kept.
     pub fn commit<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
         world.registry().check_phase()?;
+        // Recorded against another world's registry (inserts on provisionals would cross).
+        if self.registry != 0 && self.registry != world.registry().owner() {
+            return Err(WorldError::ForeignCommands);
+        }
         // Its destroys' marks were cleared: the entities may have been targeted since by
         // commands this buffer would apply after their destroy.
         if self

@@ -108,6 +108,9 @@ pub enum WorldError {
     /// A command names a provisional entity its buffer never created.
     #[error("provisional id unknown to this buffer")]
     UnknownProvisional,
+    /// The buffer's commands were recorded against another world's registry.
+    #[error("command buffer recorded against another registry")]
+    ForeignCommands,
     /// The world cleared every pending mark (`clear_pending`) since this buffer recorded a
     /// destroy; clear the buffer and record again.
     #[error("the pending marks of this buffer's destroys were cleared; clear it and record again")]

@@ -273,9 +273,16 @@ where
         let (registry, mut pools) = world.parts();
         let registry = &mut registry.0;
         let bundle_pools = B::take(&mut pools)?;
-        // The same pools as checked above, unless a hand-written roster hands out others.
+        // The same registry and pools as checked above, unless a hand-written roster hands out
+        // others: then checked again (once per batch), so that nothing is created outside the
+        // phase or the budgets.
         if !B::owned_by(&bundle_pools, registry.owner()) {
             return Err(WorldError::ForeignPool);
+        }
+        registry.check_create_budget(rest)?;
+        registry.check_revisions((rest as u64).saturating_mul(1 + B::LEN))?;
+        if !registry.fresh_batchable() || registry.fresh_available() < rest {
+            return Err(registry.capacity_error(rest));
         }
         // The reused part grew each pool by at most `reuse`: `rest` entries are still free.
         let writers = match B::writers(bundle_pools, rest) {
