@@ -227,6 +227,20 @@ fn remove_batch<T: Pod + std::fmt::Debug>(
     }
 }
 
+/// Whether a create of `recorded`, applied in order from `free` free slots, finds none: a
+/// destroy earlier in the batch frees its slot (unless it retires at the terminal generation).
+fn batch_runs_out(recorded: &[Recorded], mut free: usize) -> bool {
+    for r in recorded {
+        match r {
+            Recorded::Create(_) if free == 0 => return true,
+            Recorded::Create(_) => free -= 1,
+            Recorded::Destroy(e) if e.generation() != TERMINAL_GENERATION => free += 1,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Structural changes between two model states: entities created or released, and component
 /// values joining or leaving a pool.
 fn structural_changes(before: &HashMap<EntityId, Row>, after: &HashMap<EntityId, Row>) -> u64 {
@@ -465,7 +479,7 @@ fn run(ops: Vec<Op>) {
                     Err(WorldError::InvalidPhase)
                 } else if dead_target {
                     Err(WorldError::Rejected(Rejection::Free))
-                } else if m.alive.len() + m.retired + creates > CAPACITY {
+                } else if batch_runs_out(&recorded, CAPACITY - m.alive.len() - m.retired) {
                     Err(WorldError::CapacityExhausted {
                         requested: creates,
                         available: CAPACITY - m.alive.len() - m.retired,

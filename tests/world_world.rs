@@ -202,17 +202,47 @@ fn commit_applies_in_order_and_resolves_provisionals() {
 }
 
 #[test]
+fn a_full_world_replaces_entities_in_one_commit() {
+    let mut g = Game::try_new(2).unwrap();
+    let a = spawn(&mut g, 1.0, None);
+    let b = spawn(&mut g, 2.0, None);
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    // A create before any destroy finds no slot: refused, nothing applied.
+    let early = cmd.create().unwrap();
+    cmd.destroy(&g.registry, a).unwrap();
+    assert!(matches!(
+        g.commit(&mut cmd),
+        Err(WorldError::CapacityExhausted { .. })
+    ));
+    cmd.clear(&g.registry).unwrap();
+    assert_eq!(cmd.resolve(early), None);
+    // Destroys first: each create takes the slot just freed (LIFO).
+    cmd.destroy(&g.registry, a).unwrap();
+    cmd.destroy(&g.registry, b).unwrap();
+    let p = cmd.create().unwrap();
+    cmd.insert(&g.registry, p, Health(9)).unwrap();
+    let q = cmd.create().unwrap();
+    g.commit(&mut cmd).unwrap();
+    let (p, q) = (cmd.resolve(p).unwrap(), cmd.resolve(q).unwrap());
+    assert_eq!((p.slot(), q.slot()), (b.slot(), a.slot()));
+    assert_eq!(g.registry.len(), 2);
+    assert_eq!(g.get::<Health>(p), Some(&Health(9)));
+    assert!(!g.registry.is_alive(a) && !g.registry.is_alive(b));
+}
+
+#[test]
 fn failed_commit_applies_nothing() {
     let mut g = Game::try_new(3).unwrap();
     let a = spawn(&mut g, 1.0, None);
     let b = spawn(&mut g, 2.0, None);
     let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
-    // Two creates, one free slot (the destroy's slot does not count): preflight fails.
+    // Three creates, one free slot and one freed by the batch's destroy: preflight fails.
     cmd.insert(&g.registry, a, Velocity([1.0, 1.0])).unwrap();
     cmd.destroy(&g.registry, b).unwrap();
     let p1 = cmd.create().unwrap();
     cmd.insert(&g.registry, p1, Health(7)).unwrap();
     let _p2 = cmd.create().unwrap();
+    let _p3 = cmd.create().unwrap();
     let rev = g.registry.structural_revision();
     assert!(matches!(
         g.commit(&mut cmd),
@@ -221,7 +251,7 @@ fn failed_commit_applies_nothing() {
     assert_eq!(g.registry.structural_revision(), rev);
     assert_eq!((g.registry.len(), g.velocity.len()), (2, 0));
     assert!(g.registry.is_pending(b));
-    assert_eq!(cmd.len(), 5, "buffer kept");
+    assert_eq!(cmd.len(), 6, "buffer kept");
     // Clearing unmarks the pending destroy.
     cmd.clear(&g.registry).unwrap();
     assert!(g.registry.is_active(b));

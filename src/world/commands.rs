@@ -6,8 +6,9 @@
 //! once the command is stored. Commands targeting an entity that is not active are refused at
 //! recording time, so no command in a buffer follows that entity's own destroy.
 //!
-//! Commit preflights the whole batch (phase, free slots, sequence and revision budgets, every
-//! target alive, every component type known) and then applies it in recorded order; a failed
+//! Commit preflights the whole batch (phase, a free slot for every create at its place in the
+//! batch — slots freed by earlier destroys of the batch count —, sequence and revision budgets,
+//! every target alive, every component type known) and then applies it in recorded order; a failed
 //! preflight applies nothing and keeps the buffer for inspection or [`CommandBuffer::clear`].
 
 use core::any::TypeId;
@@ -19,7 +20,7 @@ use bytemuck::Pod;
 use super::registry::process_owner_token;
 use super::roster::{ComponentList, Roster, TypeVisitor};
 use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
-use crate::identity::{IdentityExhausted, OwnerToken, TokenSource};
+use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -405,12 +406,26 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let registry = world.parts_ref().0;
         let pools = W::Components::LEN as u64;
         let mut revisions: u64 = 0;
+        // Commands apply in order, so a create can take a slot an earlier destroy of the same
+        // batch frees (LIFO): the free slots are counted along the way.
+        let mut free = if registry.owner() == 0 {
+            0
+        } else {
+            registry.available()
+        };
+        let mut short = false;
         for c in &self.commands {
             match *c {
-                Command::Create => revisions += 1,
+                Command::Create => {
+                    revisions += 1;
+                    short |= free == 0;
+                    free = free.saturating_sub(1);
+                }
                 Command::Destroy(e) => {
                     registry.check_alive(e)?;
                     revisions += 1 + pools;
+                    // A release at the terminal generation retires the slot instead.
+                    free += usize::from(e.generation() != TERMINAL_GENERATION);
                 }
                 Command::Insert {
                     subject, component, ..
@@ -426,7 +441,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 }
             }
         }
-        registry.check_create_budget(self.creates as usize)?;
+        if short {
+            return Err(registry.capacity_error(self.creates as usize));
+        }
+        if u64::MAX - registry.last_sequence() < u64::from(self.creates) {
+            return Err(WorldError::SequenceExhausted);
+        }
         registry.check_revisions(revisions)
     }
 
