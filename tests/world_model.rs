@@ -565,7 +565,8 @@ fn run(ops: Vec<Op>) {
             Op::SpawnBatch(n, a) => {
                 let n = usize::from(n);
                 let bundles = (0..n as u32).map(|k| (A(a.wrapping_add(k)), B(u64::from(k))));
-                let got = w.spawn_batch(bundles);
+                let mut out = [EntityId::NULL; 4];
+                let got = w.spawn_batch_into(bundles, &mut out);
                 if !m.structural && n > 0 {
                     assert_eq!(got, Err(WorldError::InvalidPhase));
                 } else if m.alive.len() + m.retired + n > CAPACITY {
@@ -580,6 +581,7 @@ fn run(ops: Vec<Op>) {
                             c: None,
                         };
                         let e = m.create(row);
+                        assert_eq!(out[k as usize], e, "handle of bundle {k}");
                         assert_eq!(w.get::<B>(e), Some(&B(u64::from(k))), "bundle {k} at {e:?}");
                         assert!(!handles.contains(&e));
                         handles.push(e);

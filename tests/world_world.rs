@@ -462,3 +462,29 @@ fn world_batches_keep_groups_packed() {
     );
     assert_eq!(g.moving().0.len(), 2, "a refused batch changes nothing");
 }
+
+#[test]
+fn spawn_batch_into_hands_out_the_handles() {
+    let mut g = Game::try_new(8).unwrap();
+    let a = spawn(&mut g, 0.0, Some(1.0));
+    g.destroy(a).unwrap();
+    let mut short = [EntityId::NULL; 2];
+    let bundles = || (0..3).map(|i| (Position([i as f32, 0.0]), Velocity([1.0, 0.0])));
+    assert_eq!(
+        g.spawn_batch_into(bundles(), &mut short),
+        Err(WorldError::LengthMismatch {
+            entities: 2,
+            values: 3
+        })
+    );
+    assert_eq!(short, [EntityId::NULL; 2], "untouched");
+    let mut out = [EntityId::NULL; 4];
+    assert_eq!(g.spawn_batch_into(bundles(), &mut out), Ok(3));
+    assert_eq!(out[0].slot(), a.slot(), "the released slot first");
+    for (i, &e) in out[..3].iter().enumerate() {
+        assert_eq!(g.get::<Position>(e), Some(&Position([i as f32, 0.0])));
+    }
+    assert_eq!(out[3], EntityId::NULL);
+    assert_eq!(g.moving().0.len(), 3);
+    assert!(g.check_groups());
+}

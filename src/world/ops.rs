@@ -333,7 +333,8 @@ pub trait WorldOps: Roster {
     /// fewer spawns fewer). The entities take the slots that as many `create`s would
     /// (released slots first, LIFO, then fresh ones in increasing order) and get increasing
     /// creation sequences; returns the number spawned. Their handles are in each pool's
-    /// `owners()` (the last entries of an ungrouped pool). If the iterator panics, the
+    /// `owners()` (the last entries of an ungrouped pool), or written to a slice by
+    /// [`spawn_batch_into`](Self::spawn_batch_into). If the iterator panics, the
     /// bundles already placed in released slots stay spawned and none of the fresh-slot part
     /// is published.
     ///
@@ -345,7 +346,27 @@ pub trait WorldOps: Roster {
         I: IntoIterator<Item = B>,
         I::IntoIter: ExactSizeIterator,
     {
-        spawn::spawn_batch(self, bundles)
+        spawn::spawn_batch(self, bundles, None)
+    }
+
+    /// [`spawn_batch`](Self::spawn_batch), writing the handles it creates to `out[..spawned]`,
+    /// in bundle order (grouped pools included).
+    ///
+    /// # Errors
+    /// [`WorldError::LengthMismatch`] when `out` is shorter than the iterator's reported
+    /// length, then as [`spawn_batch`](Self::spawn_batch); nothing changes and `out` is
+    /// untouched.
+    fn spawn_batch_into<B, I>(
+        &mut self,
+        bundles: I,
+        out: &mut [EntityId],
+    ) -> Result<usize, WorldError>
+    where
+        B: Bundle<Self>,
+        I: IntoIterator<Item = B>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        spawn::spawn_batch(self, bundles, Some(out))
     }
 
     /// Gives `entity` a component value (replacing a previous one).

@@ -223,8 +223,13 @@ pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
     Ok(entity)
 }
 
-/// Spawns one entity per bundle; see [`WorldOps::spawn_batch`](super::WorldOps::spawn_batch).
-pub(crate) fn spawn_batch<W, B, I>(world: &mut W, bundles: I) -> Result<usize, WorldError>
+/// Spawns one entity per bundle, writing their handles to `out` when given; see
+/// [`WorldOps::spawn_batch`](super::WorldOps::spawn_batch).
+pub(crate) fn spawn_batch<W, B, I>(
+    world: &mut W,
+    bundles: I,
+    mut out: Option<&mut [EntityId]>,
+) -> Result<usize, WorldError>
 where
     W: Roster,
     B: Bundle<W>,
@@ -233,6 +238,14 @@ where
 {
     let bundles = bundles.into_iter();
     let n = bundles.len();
+    if let Some(out) = &out {
+        if out.len() < n {
+            return Err(WorldError::LengthMismatch {
+                entities: out.len(),
+                values: n,
+            });
+        }
+    }
     let reuse = {
         let (registry, mut pools) = world.parts();
         let registry = &registry.0;
@@ -262,7 +275,10 @@ where
     let mut spawned = 0;
     for bundle in bundles.by_ref().take(reuse) {
         // Cannot fail: the whole batch's budget was checked above.
-        spawn(world, bundle)?;
+        let entity = spawn(world, bundle)?;
+        if let Some(out) = &mut out {
+            out[spawned] = entity;
+        }
         spawned += 1;
     }
     let rest = n - reuse;
@@ -311,8 +327,13 @@ where
         unsafe { B::publish(writers, first, count) };
         (first, count)
     };
+    let owner = world.parts_ref().0.owner();
+    if let Some(out) = out {
+        for (k, e) in out[spawned..spawned + count].iter_mut().enumerate() {
+            *e = EntityId::from_raw_parts(owner, first + k as u32, FIRST_GENERATION);
+        }
+    }
     if B::grouped() {
-        let owner = world.parts_ref().0.owner();
         for slot in first..first + count as u32 {
             let entity = EntityId::from_raw_parts(owner, slot, FIRST_GENERATION);
             B::pack(&mut world.parts().1, entity);
