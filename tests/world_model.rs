@@ -45,6 +45,8 @@ enum Op {
     RemoveC(usize),
     Phase(bool),
     CmdCreateWithA(u32),
+    /// `CommandBuffer::spawn` of an `(A, B)` bundle: one create and two inserts, all or nothing.
+    CmdSpawnAB(u32, u64),
     CmdDestroy(usize),
     CmdInsertB(usize, u64),
     CmdRemoveA(usize),
@@ -66,6 +68,7 @@ enum Op {
 enum Recorded {
     Create(Provisional),
     InsertAOnCreated(Provisional, u32),
+    InsertBOnCreated(Provisional, u64),
     Destroy(EntityId),
     InsertB(EntityId, u64),
     RemoveA(EntityId),
@@ -84,6 +87,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::RemoveC),
         1 => any::<bool>().prop_map(Op::Phase),
         1 => any::<u32>().prop_map(Op::CmdCreateWithA),
+        1 => (any::<u32>(), any::<u64>()).prop_map(|(a, b)| Op::CmdSpawnAB(a, b)),
         1 => any::<usize>().prop_map(Op::CmdDestroy),
         1 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::CmdInsertB(i, v)),
         1 => any::<usize>().prop_map(Op::CmdRemoveA),
@@ -414,6 +418,23 @@ fn run(ops: Vec<Op>) {
                     ),
                 }
             }
+            Op::CmdSpawnAB(a, b) => {
+                let room = recorded.len() + 3 <= COMMANDS && bytes + 12 <= BYTES;
+                match cmd.spawn(&w.registry, (A(a), B(b))) {
+                    Ok(p) => {
+                        assert!(room);
+                        bytes += 12;
+                        recorded.push(Recorded::Create(p));
+                        recorded.push(Recorded::InsertAOnCreated(p, a));
+                        recorded.push(Recorded::InsertBOnCreated(p, b));
+                    }
+                    Err(e) => assert!(
+                        matches!(e, CommandError::BufferFull { .. }) && !room,
+                        "{e:?}"
+                    ),
+                }
+                assert_eq!(cmd.len(), recorded.len(), "all or nothing");
+            }
             Op::CmdDestroy(i) => {
                 let e = pick(&handles, i);
                 let active = m.alive.contains_key(&e) && !pending.contains(&e);
@@ -505,6 +526,10 @@ fn run(ops: Vec<Op>) {
                                     handles.push(e);
                                     assert_eq!(e, m.create(Row::default()), "commit order");
                                     stale_provisionals.push(p);
+                                }
+                                Recorded::InsertBOnCreated(p, v) => {
+                                    let e = cmd.resolve(p).unwrap();
+                                    m.alive.get_mut(&e).unwrap().b = Some(B(v));
                                 }
                                 Recorded::InsertAOnCreated(p, v) => {
                                     let e = cmd.resolve(p).unwrap();

@@ -488,3 +488,33 @@ fn spawn_batch_into_hands_out_the_handles() {
     assert_eq!(g.moving().0.len(), 3);
     assert!(g.check_groups());
 }
+
+#[test]
+fn one_command_spawns_a_whole_bundle() {
+    let mut g = Game::try_new(4).unwrap();
+    let mut cmd = CommandBuffer::try_with_capacity(4, 64).unwrap();
+    g.end_structural();
+    let p = cmd
+        .spawn(
+            &g.registry,
+            (Position([1.0, 2.0]), Velocity([3.0, 4.0]), Health(5)),
+        )
+        .unwrap();
+    assert_eq!(cmd.len(), 4, "one create and three inserts");
+    // Refused all or nothing: no room for 1 + 2 more commands, a type named twice.
+    assert!(matches!(
+        cmd.spawn(&g.registry, (Health(1), Health(2))),
+        Err(CommandError::DuplicateComponent { .. })
+    ));
+    assert!(matches!(
+        cmd.spawn(&g.registry, (Health(1), Velocity([0.0, 0.0]))),
+        Err(CommandError::BufferFull { .. })
+    ));
+    assert_eq!(cmd.len(), 4);
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    let e = cmd.resolve(p).unwrap();
+    assert_eq!(g.get::<Velocity>(e), Some(&Velocity([3.0, 4.0])));
+    assert_eq!(g.get::<Health>(e), Some(&Health(5)));
+    assert_eq!(g.moving().0, &[e]);
+}

@@ -74,6 +74,50 @@ enum Command {
     },
 }
 
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A tuple of 1 to 8 distinct `Pod` component types recorded together by
+/// [`CommandBuffer::spawn`] (sealed).
+pub trait CommandBundle: sealed::Sealed {
+    /// Number of components.
+    const LEN: usize;
+    /// Value bytes of all components.
+    const BYTES: usize;
+    /// The first type named twice.
+    fn duplicate() -> Option<&'static str>;
+    /// Hands each component's type and bytes to `push`, in order.
+    fn record(self, push: &mut dyn FnMut(TypeId, &[u8]));
+}
+
+macro_rules! tuple_command_bundle {
+    ($len:literal; $($t:ident $i:tt),+) => {
+        impl<$($t: Pod),+> sealed::Sealed for ($($t,)+) {}
+        impl<$($t: Pod),+> CommandBundle for ($($t,)+) {
+            const LEN: usize = $len;
+            const BYTES: usize = 0 $(+ core::mem::size_of::<$t>())+;
+            fn duplicate() -> Option<&'static str> {
+                let ids = [$(TypeId::of::<$t>()),+];
+                let names = [$(core::any::type_name::<$t>()),+];
+                (1..ids.len()).find_map(|i| ids[..i].contains(&ids[i]).then(|| names[i]))
+            }
+            fn record(self, push: &mut dyn FnMut(TypeId, &[u8])) {
+                $( push(TypeId::of::<$t>(), bytemuck::bytes_of(&self.$i)); )+
+            }
+        }
+    };
+}
+
+tuple_command_bundle!(1; T0 0);
+tuple_command_bundle!(2; T0 0, T1 1);
+tuple_command_bundle!(3; T0 0, T1 1, T2 2);
+tuple_command_bundle!(4; T0 0, T1 1, T2 2, T3 3);
+tuple_command_bundle!(5; T0 0, T1 1, T2 2, T3 3, T4 4);
+tuple_command_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
+tuple_command_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
+tuple_command_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
+
 /// Inserts a command's value bytes as the component whose type matched.
 struct InsertBytes<'w, 'b, W> {
     world: &'w mut W,
@@ -287,6 +331,49 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             epoch: self.epoch,
             index,
         })
+    }
+
+    /// Records the creation of an entity holding every component of `bundle` (a tuple of 1 to 8
+    /// distinct `Pod` types): one create and one insert per component, recorded all or nothing.
+    /// The provisional resolves to the handle after the commit, as [`create`](Self::create)'s.
+    ///
+    /// # Errors
+    /// [`CommandError::DuplicateComponent`] (a type named twice), [`CommandError::BufferFull`]
+    /// (room for every command and value byte is checked first) or
+    /// [`CommandError::ForeignRegistry`]; nothing is recorded.
+    pub fn spawn<T: CommandBundle, B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        bundle: T,
+    ) -> Result<Provisional, CommandError> {
+        if let Some(component) = T::duplicate() {
+            return Err(CommandError::DuplicateComponent { component });
+        }
+        self.same_registry(registry)?;
+        let commands_free = self.commands.capacity() - self.commands.len();
+        if commands_free < 1 + T::LEN {
+            let bytes_free = self.bytes.capacity() - self.bytes.len();
+            return Err(CommandError::BufferFull {
+                commands: self.commands.len(),
+                command_capacity: self.commands.capacity(),
+                bytes_requested: T::BYTES,
+                bytes_free,
+            });
+        }
+        self.room(T::BYTES)?;
+        let p = self.create()?;
+        bundle.record(&mut |component, bytes| {
+            let offset = self.bytes.len() as u32;
+            self.bytes.extend_from_slice(bytes);
+            self.commands.push(Command::Insert {
+                subject: Subject::Created(p.index),
+                component,
+                offset,
+                size: bytes.len() as u32,
+            });
+        });
+        self.registry = registry.owner();
+        Ok(p)
     }
 
     /// Records the destruction of an active entity and marks it pending in `registry`.

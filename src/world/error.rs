@@ -149,6 +149,12 @@ pub enum CommandError {
     /// The world cleared every pending mark since this buffer recorded a destroy; clear it.
     #[error("the pending marks of this buffer's destroys were cleared; clear it and record again")]
     MarksCleared,
+    /// A bundle names one component type twice.
+    #[error("bundle names {component} twice")]
+    DuplicateComponent {
+        /// The repeated type.
+        component: &'static str,
+    },
     /// The buffer holds commands recorded against another registry (a buffer serves one
     /// world between commits).
     #[error("buffer holds commands recorded against another registry")]

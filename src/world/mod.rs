@@ -96,7 +96,7 @@ mod roster;
 mod spawn;
 
 pub use access::{GroupQuery, PoolAccess, PoolQuery};
-pub use commands::{CommandBuffer, Provisional, Target};
+pub use commands::{CommandBuffer, CommandBundle, Provisional, Target};
 pub use error::{CommandError, InitError, Rejection, WorldError};
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
