@@ -19,6 +19,7 @@ use bytemuck::Pod;
 
 use super::registry::process_owner_token;
 use super::roster::{ComponentList, Roster, TypeVisitor};
+use super::spawn::first_duplicate;
 use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
 
@@ -98,9 +99,7 @@ macro_rules! tuple_command_bundle {
             const LEN: usize = $len;
             const BYTES: usize = 0 $(+ core::mem::size_of::<$t>())+;
             fn duplicate() -> Option<&'static str> {
-                let ids = [$(TypeId::of::<$t>()),+];
-                let names = [$(core::any::type_name::<$t>()),+];
-                (1..ids.len()).find_map(|i| ids[..i].contains(&ids[i]).then(|| names[i]))
+                first_duplicate(&[$(TypeId::of::<$t>()),+], &[$(core::any::type_name::<$t>()),+])
             }
             fn record(self, push: &mut dyn FnMut(TypeId, &[u8])) {
                 $( push(TypeId::of::<$t>(), bytemuck::bytes_of(&self.$i)); )+

@@ -27,20 +27,23 @@ enum Direction {
     Unpack,
 }
 
-/// Packs (or unpacks) one entity in each group it visits.
-pub(crate) struct Repack<'p, P> {
+/// Packs (or unpacks) one entity in each group it visits, in pools of allocator `A` (the
+/// visitor needs the allocator as a type).
+pub(crate) struct Repack<'p, P, A> {
     pools: &'p mut P,
     entity: EntityId,
     direction: Direction,
+    _alloc: core::marker::PhantomData<A>,
 }
 
-impl<'p, P> Repack<'p, P> {
+impl<'p, P, A> Repack<'p, P, A> {
     /// Packs `entity` into every visited group whose members it now all holds.
     pub(crate) fn pack(pools: &'p mut P, entity: EntityId) -> Self {
         Self {
             pools,
             entity,
             direction: Direction::Pack,
+            _alloc: core::marker::PhantomData,
         }
     }
 
@@ -50,6 +53,7 @@ impl<'p, P> Repack<'p, P> {
             pools,
             entity,
             direction: Direction::Unpack,
+            _alloc: core::marker::PhantomData,
         }
     }
 }
@@ -100,18 +104,10 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for
     }
 }
 
-/// [`Repack`] for the pools of one allocator (the visitor needs the allocator as a type).
-pub(crate) struct RepackIn<'r, 'p, P, A> {
-    pub(crate) repack: &'r mut Repack<'p, P>,
-    pub(crate) _alloc: core::marker::PhantomData<A>,
-}
-
-impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor
-    for RepackIn<'_, '_, P, A>
-{
+impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor for Repack<'_, P, A> {
     #[inline(always)]
     fn visit<G: ComponentList>(&mut self) {
-        let r = &mut *self.repack;
+        let r = self;
         let mut pass = Indices::<P, A> {
             pools: r.pools,
             entity: r.entity,

@@ -12,7 +12,7 @@ use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
 use super::access::{GroupQuery, PoolQuery};
-use super::group::{groups_valid, Consistent, Repack, RepackIn};
+use super::group::{groups_valid, Consistent, Repack};
 use super::roster::{
     ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, Roster, Stores,
 };
@@ -49,13 +49,9 @@ fn grouped<W: Roster, T: Pod>() -> bool {
 #[inline(always)]
 fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
     let mut pools = world.parts().1;
-    let mut repack = Repack::unpack(&mut pools, entity);
     W::Groups::with_groups_of(
         TypeId::of::<T>(),
-        &mut RepackIn::<_, W::Alloc> {
-            repack: &mut repack,
-            _alloc: PhantomData,
-        },
+        &mut Repack::<_, W::Alloc>::unpack(&mut pools, entity),
     );
 }
 
@@ -66,9 +62,22 @@ pub(crate) fn insert<W: Roster, T: Pod>(
     entity: EntityId,
     value: T,
 ) -> Result<Option<T>, WorldError> {
+    insert_as::<true, W, T>(world, entity, value)
+}
+
+/// [`insert`], checking the change (phase, liveness, budget) when `CHECK`; a batch passes
+/// `false` after checking every entity of the batch at once.
+#[inline(always)]
+fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
+    world: &mut W,
+    entity: EntityId,
+    value: T,
+) -> Result<Option<T>, WorldError> {
     let (previous, joined) = {
         let (registry, pool) = member::<W, T>(world)?;
-        registry.check_member_change(entity)?;
+        if CHECK {
+            registry.check_member_change(entity)?;
+        }
         let inserted = pool.insert_validated(entity, value);
         registry.advance_revision(u64::from(inserted.1));
         inserted
@@ -85,7 +94,16 @@ pub(crate) fn remove<W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,
 ) -> Result<Option<T>, WorldError> {
-    {
+    remove_as::<true, W, T>(world, entity)
+}
+
+/// [`remove`], checking the change when `CHECK` (see [`insert_as`]).
+#[inline(always)]
+fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
+    world: &mut W,
+    entity: EntityId,
+) -> Result<Option<T>, WorldError> {
+    if CHECK {
         let (registry, _) = member::<W, T>(world)?;
         registry.check_member_change(entity)?;
     }
@@ -123,7 +141,7 @@ struct RemoveAll {
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        self.removed += u64::from(pool.remove_key(self.key));
+        self.removed += u64::from(pool.remove_key(self.key).is_some());
     }
 }
 
@@ -299,11 +317,7 @@ pub trait WorldOps: Roster {
             return Err(WorldError::ForeignPool);
         }
         if Self::Groups::LEN > 0 {
-            let mut repack = Repack::unpack(&mut pools, entity);
-            Self::Groups::with_all(&mut RepackIn::<_, Self::Alloc> {
-                repack: &mut repack,
-                _alloc: PhantomData,
-            });
+            Self::Groups::with_all(&mut Repack::<_, Self::Alloc>::unpack(&mut pools, entity));
         }
         let mut remove = RemoveAll {
             key: EntityKey::of(entity),
@@ -424,7 +438,7 @@ pub trait WorldOps: Roster {
         registry.check_member_changes(entities)?;
         let mut joined = 0;
         for (&entity, &value) in entities.iter().zip(values) {
-            joined += usize::from(insert(self, entity, value)?.is_none());
+            joined += usize::from(insert_as::<false, _, _>(self, entity, value)?.is_none());
         }
         Ok(joined)
     }
@@ -450,7 +464,7 @@ pub trait WorldOps: Roster {
         registry.check_member_changes(entities)?;
         let mut removed = 0;
         for &entity in entities {
-            removed += usize::from(remove::<Self, T>(self, entity)?.is_some());
+            removed += usize::from(remove_as::<false, Self, T>(self, entity)?.is_some());
         }
         Ok(removed)
     }

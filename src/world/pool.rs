@@ -485,18 +485,15 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         if entity.owner() != self.owner {
             return None;
         }
-        let mut dense = self.dense_mut();
-        let removed = dense.remove(EntityKey::of(entity));
-        dense.finish();
-        removed
+        self.remove_key(EntityKey::of(entity))
     }
 
     /// Removes the entry of `key` (an entity of this pool's registry: the caller compared the
-    /// owner tokens), returning whether there was one.
+    /// owner tokens), returning its value.
     #[inline(always)]
-    pub(crate) fn remove_key(&mut self, key: EntityKey) -> bool {
+    pub(crate) fn remove_key(&mut self, key: EntityKey) -> Option<T> {
         let mut dense = self.dense_mut();
-        let removed = dense.remove(key).is_some();
+        let removed = dense.remove(key);
         dense.finish();
         removed
     }

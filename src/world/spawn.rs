@@ -19,7 +19,7 @@ use core::any::{type_name, TypeId};
 
 use bytemuck::Pod;
 
-use super::group::{Repack, RepackIn};
+use super::group::Repack;
 use super::pool::{BatchCursor, BatchWriter};
 use super::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 use super::{ComponentPool, EntityId, WorldError};
@@ -86,9 +86,9 @@ mod sealed {
 )]
 pub trait Bundle<W: Roster>: sealed::BundleParts<W> {}
 
-/// The name of the first type in `ids` that appears twice.
+/// The name of the first type in `ids` that appears twice (bundles of worlds and of commands).
 #[inline(always)]
-fn first_duplicate(ids: &[TypeId], names: &[&'static str]) -> Option<&'static str> {
+pub(crate) fn first_duplicate(ids: &[TypeId], names: &[&'static str]) -> Option<&'static str> {
     (1..ids.len()).find_map(|i| ids[..i].contains(&ids[i]).then(|| names[i]))
 }
 
@@ -108,13 +108,9 @@ fn take_pool<'a, W: Roster, T: Pod>(
 /// Packs `entity` into every group containing `T`.
 #[inline(always)]
 pub(crate) fn pack_groups_of<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
-    let mut repack = Repack::pack(pools, entity);
     W::Groups::with_groups_of(
         core::any::TypeId::of::<T>(),
-        &mut RepackIn::<_, W::Alloc> {
-            repack: &mut repack,
-            _alloc: core::marker::PhantomData,
-        },
+        &mut Repack::<_, W::Alloc>::pack(pools, entity),
     );
 }
 
