@@ -28,7 +28,11 @@ pub use world::{join, CommandBuffer, ComponentPool, EntityId, EntityRegistry, Wo
 pub struct ReadmeDoctests;
 
 /// The names most programs need: `use ludus::prelude::*;` brings the world operations
-/// ([`WorldOps`](world::WorldOps)) into scope, with handles, joins and commands.
+/// ([`WorldOps`](world::WorldOps), [`DurableOps`](world::DurableOps)) into scope, with
+/// handles, joins, commands and the durable-identity vocabulary.
 pub mod prelude {
-    pub use crate::world::{join, CommandBuffer, EntityId, Stores, WorldError, WorldOps};
+    pub use crate::world::{
+        join, Activation, CommandBuffer, DurableConfig, DurableError, DurableOps, EntityId,
+        EntityRefs, Resolution, Stores, WorldError, WorldOps,
+    };
 }

@@ -10,8 +10,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use bytemuck::{Pod, Zeroable};
 use ludus::prelude::*;
 use ludus::world::{
-    CommandError, ComponentList, ComponentPool, EntityRegistry, GroupList, Parts, PartsRef,
-    ReadOnly, Rejection, Roster,
+    CommandError, ComponentList, ComponentPool, Durable, DurableParts, EntityRegistry, GroupList,
+    PartsRef, ReadOnly, Rejection, Roster,
 };
 
 /// Component A.
@@ -173,6 +173,7 @@ fn swapped_pools_are_refused_as_foreign_pools() {
 /// own world answer wrongly.
 struct Liar {
     registry: ReadOnly<EntityRegistry>,
+    durable: ReadOnly<Durable>,
     first: ComponentPool<A>,
     second: ComponentPool<A>,
     flip: bool,
@@ -182,14 +183,18 @@ impl Roster for Liar {
     type Alloc = ludus::world::__private::Global;
     type Components = (A, ());
     type Groups = ();
-    fn parts(&mut self) -> Parts<'_, Self> {
+    type Refs = ();
+    fn durable_parts(&mut self) -> DurableParts<'_, Self> {
         self.flip = !self.flip;
         let pool = if self.flip {
             &mut self.first
         } else {
             &mut self.second
         };
-        (&mut self.registry, (Some(pool), ()))
+        (&mut self.registry, &mut self.durable, (Some(pool), ()))
+    }
+    fn durable_ref(&self) -> &Durable {
+        &self.durable
     }
     fn parts_ref(&self) -> PartsRef<'_, Self> {
         (&self.registry, (&self.first, ()))
@@ -204,6 +209,7 @@ fn a_lying_roster_cannot_corrupt_a_pool() {
     let alloc = ludus::world::__private::Global;
     let mut w = Liar {
         registry: ReadOnly::try_new_world_registry(capacity, alloc).unwrap(),
+        durable: ReadOnly::try_new_durable(capacity, None, alloc).unwrap(),
         first: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
         second: ComponentPool::try_unbound_in(capacity, alloc).unwrap(),
         flip: false,
@@ -258,6 +264,7 @@ fn a_lying_roster_cannot_corrupt_a_pool() {
 /// every pool bound to the registry is refused, so a reused slot never meets a stale entry.
 struct Hider {
     registry: ReadOnly<EntityRegistry>,
+    durable: ReadOnly<Durable>,
     a: ComponentPool<A>,
     hide: bool,
 }
@@ -266,9 +273,13 @@ impl Roster for Hider {
     type Alloc = ludus::world::__private::Global;
     type Components = (A, ());
     type Groups = ();
-    fn parts(&mut self) -> Parts<'_, Self> {
+    type Refs = ();
+    fn durable_parts(&mut self) -> DurableParts<'_, Self> {
         let pool = (!self.hide).then_some(&mut self.a);
-        (&mut self.registry, (pool, ()))
+        (&mut self.registry, &mut self.durable, (pool, ()))
+    }
+    fn durable_ref(&self) -> &Durable {
+        &self.durable
     }
     fn parts_ref(&self) -> PartsRef<'_, Self> {
         (&self.registry, (&self.a, ()))
@@ -282,6 +293,7 @@ fn a_roster_hiding_a_pool_cannot_release_past_it() {
     let alloc = ludus::world::__private::Global;
     let mut w = Hider {
         registry: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
+        durable: ReadOnly::try_new_durable(4, None, alloc).unwrap(),
         a: ComponentPool::try_unbound_in(4, alloc).unwrap(),
         hide: false,
     };
@@ -475,6 +487,8 @@ fn roster_type_lists_describe_the_world() {
 struct TwoRegistries {
     r1: ReadOnly<EntityRegistry>,
     r2: ReadOnly<EntityRegistry>,
+    d1: ReadOnly<Durable>,
+    d2: ReadOnly<Durable>,
     x1: ComponentPool<A>,
     x2: ComponentPool<A>,
     second: bool,
@@ -484,13 +498,17 @@ impl Roster for TwoRegistries {
     type Alloc = ludus::world::__private::Global;
     type Components = (A, ());
     type Groups = ();
-    fn parts(&mut self) -> Parts<'_, Self> {
+    type Refs = ();
+    fn durable_parts(&mut self) -> DurableParts<'_, Self> {
         self.second = !self.second;
         if self.second {
-            (&mut self.r1, (Some(&mut self.x1), ()))
+            (&mut self.r1, &mut self.d1, (Some(&mut self.x1), ()))
         } else {
-            (&mut self.r2, (Some(&mut self.x2), ()))
+            (&mut self.r2, &mut self.d2, (Some(&mut self.x2), ()))
         }
+    }
+    fn durable_ref(&self) -> &Durable {
+        &self.d1
     }
     fn parts_ref(&self) -> PartsRef<'_, Self> {
         (&self.r1, (&self.x1, ()))
@@ -505,6 +523,8 @@ fn a_batch_spawn_rechecks_the_registry_it_creates_in() {
     let mut w = TwoRegistries {
         r1: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
         r2: ReadOnly::try_new_world_registry(4, alloc).unwrap(),
+        d1: ReadOnly::try_new_durable(4, None, alloc).unwrap(),
+        d2: ReadOnly::try_new_durable(4, None, alloc).unwrap(),
         x1: ComponentPool::try_unbound_in(4, alloc).unwrap(),
         x2: ComponentPool::try_unbound_in(4, alloc).unwrap(),
         second: false,

@@ -509,6 +509,9 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 }
                 Command::Destroy(e) => {
                     registry.check_alive(e)?;
+                    if world.durable_ref().is_protected(e) {
+                        return Err(WorldError::Protected);
+                    }
                     revisions += 1 + pools;
                     // A release at the terminal generation retires the slot instead.
                     free += usize::from(e.generation() != TERMINAL_GENERATION);
@@ -560,7 +563,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(WorldError::MarksCleared);
         }
         // A pool swapped in from another world would refuse its commands half way.
-        if !ops::roster_intact(world) {
+        if !ops::roster_intact(world) || world.durable_ref().owner() != world.registry().owner() {
             return Err(WorldError::ForeignPool);
         }
         self.preflight(world)?;

@@ -59,6 +59,9 @@ pub enum InitError {
     /// differently from the registry.
     #[error("a pool does not match the world's registry (bound elsewhere, not empty, or another capacity)")]
     PoolMismatch,
+    /// A type of the `entity_refs` clause is not a component of the world.
+    #[error("an entity_refs type is not a component of the world")]
+    UnknownRefComponent,
 }
 
 /// Failure of a structural operation (create, release, insert, remove, destroy, commit).
@@ -90,9 +93,14 @@ pub enum WorldError {
     /// The structural-revision counter reached its limit.
     #[error("structural revision exhausted")]
     RevisionExhausted,
-    /// The pool was initialized against another registry.
+    /// The pool was initialized against another registry (or the world's durable part
+    /// belongs to another world).
     #[error("pool belongs to another registry")]
     ForeignPool,
+    /// The entity is protected (seed 004's World Settings): it cannot be destroyed,
+    /// duplicated or reparented.
+    #[error("entity is protected")]
+    Protected,
     /// A component type the world does not store (a command's, or one a hand-written roster
     /// did not hand out).
     #[error("component type not in the world's roster")]

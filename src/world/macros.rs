@@ -79,6 +79,7 @@ macro_rules! world {
         $( groups {
             $( $group:ident ( $( $gfield:ident : $gty:ty ),+ $(,)? ) ),* $(,)?
         } )?
+        $( entity_refs { $( $rty:ty ),* $(,)? } )?
     ) => {
         $(#[$meta])*
         $vis struct $name<
@@ -86,6 +87,9 @@ macro_rules! world {
         > {
             /// The registry, read-only outside the world's structural methods.
             pub registry: $crate::world::ReadOnly<$crate::world::EntityRegistry<__LudusAlloc>>,
+            /// Durable identity: binding table, names and hierarchy (disabled unless made
+            /// with `try_new_durable`); read-only outside the world's methods.
+            pub durable: $crate::world::ReadOnly<$crate::world::Durable<__LudusAlloc>>,
             $( $(#[$fmeta])* $fvis $field: $crate::world::ComponentPool<$ty, __LudusAlloc>, )+
         }
 
@@ -97,6 +101,19 @@ macro_rules! world {
             #[allow(dead_code)]
             pub fn try_new(capacity: usize) -> ::core::result::Result<Self, $crate::world::InitError> {
                 Self::try_new_in(capacity, $crate::world::__private::Global)
+            }
+
+            /// A world of `capacity` entities with durable identity (binding table, names,
+            /// hierarchy) sized by `config`, on the global allocator.
+            ///
+            /// # Errors
+            /// As [`try_new`](Self::try_new).
+            #[allow(dead_code)]
+            pub fn try_new_durable(
+                capacity: usize,
+                config: $crate::world::DurableConfig,
+            ) -> ::core::result::Result<Self, $crate::world::InitError> {
+                Self::try_new_durable_in(capacity, config, $crate::world::__private::Global)
             }
         }
 
@@ -111,8 +128,29 @@ macro_rules! world {
                 capacity: usize,
                 alloc: __LudusAlloc,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
+                Self::try_with_in(capacity, ::core::option::Option::None, alloc)
+            }
+
+            /// As [`try_new_durable`](Self::try_new_durable), allocating from `alloc`.
+            ///
+            /// # Errors
+            /// As [`try_new`](Self::try_new).
+            pub fn try_new_durable_in(
+                capacity: usize,
+                config: $crate::world::DurableConfig,
+                alloc: __LudusAlloc,
+            ) -> ::core::result::Result<Self, $crate::world::InitError> {
+                Self::try_with_in(capacity, ::core::option::Option::Some(config), alloc)
+            }
+
+            fn try_with_in(
+                capacity: usize,
+                config: ::core::option::Option<$crate::world::DurableConfig>,
+                alloc: __LudusAlloc,
+            ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 let mut world = Self {
                     registry: $crate::world::ReadOnly::try_new_world_registry(capacity, alloc.clone())?,
+                    durable: $crate::world::ReadOnly::try_new_durable(capacity, config, alloc.clone())?,
                     $( $field: $crate::world::ComponentPool::try_unbound_in(capacity, alloc.clone())?, )+
                 };
                 $crate::world::WorldOps::try_bind(&mut world)?;
@@ -132,9 +170,14 @@ macro_rules! world {
             type Alloc = __LudusAlloc;
             type Components = $crate::world!(@list $($ty),+);
             type Groups = $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?);
+            type Refs = $crate::world!(@list $($($rty),*)?);
             #[inline(always)]
-            fn parts(&mut self) -> $crate::world::Parts<'_, Self> {
-                (&mut self.registry, $crate::world!(@mut self; $($field),+))
+            fn durable_parts(&mut self) -> $crate::world::DurableParts<'_, Self> {
+                (&mut self.registry, &mut self.durable, $crate::world!(@mut self; $($field),+))
+            }
+            #[inline(always)]
+            fn durable_ref(&self) -> &$crate::world::Durable<__LudusAlloc> {
+                &self.durable
             }
             #[inline(always)]
             fn parts_ref(&self) -> $crate::world::PartsRef<'_, Self> {
@@ -148,6 +191,7 @@ macro_rules! world {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.debug_struct(stringify!($name))
                     .field("registry", &*self.registry)
+                    .field("durable", &*self.durable)
                     $( .field(stringify!($field), &self.$field) )+
                     .finish()
             }

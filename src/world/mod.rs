@@ -80,11 +80,15 @@
 use crate::identity::{Handle, HandleTag};
 
 mod access;
+mod binding;
 mod commands;
 mod dense;
+mod durable;
+mod durable_ops;
 mod error;
 mod fixed;
 mod group;
+mod hierarchy;
 mod macros;
 mod ops;
 mod owners;
@@ -96,8 +100,16 @@ mod roster;
 mod spawn;
 
 pub use access::{GroupQuery, PoolAccess, PoolQuery};
+pub use binding::{
+    Activation, ActivationError, BindingKind, BindingStats, CandidateRejection, CatalogEntry,
+    InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, MAX_BINDINGS,
+    MAX_PROBE,
+};
 pub use commands::{CommandBuffer, CommandBundle, Provisional, Target};
+pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
+pub use durable_ops::{DurableError, DurableOps, OutlinerRow, WorldCounts};
 pub use error::{CommandError, InitError, Rejection, WorldError};
+pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy};
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
 pub use pool::ComponentPool;
@@ -105,8 +117,9 @@ pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
 pub use read_only::ReadOnly;
 pub use registry::{EntityRegistry, MAX_CAPACITY};
 pub use roster::{
-    ComponentList, GroupList, GroupVisitor, Parts, PartsRef, PoolVisitor, PoolsMut, PoolsMutList,
-    PoolsRef, PoolsRefList, Roster, Stores, TypeVisitor, MAX_GROUP_MEMBERS,
+    ComponentList, DurableParts, GroupList, GroupVisitor, Parts, PartsRef, PoolVisitor, PoolsMut,
+    PoolsMutList, PoolsRef, PoolsRefList, RefList, RefVisitor, Roster, Stores, TypeVisitor,
+    MAX_GROUP_MEMBERS,
 };
 pub use spawn::Bundle;
 

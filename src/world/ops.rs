@@ -14,7 +14,7 @@ use bytemuck::Pod;
 use super::access::{GroupQuery, PoolQuery};
 use super::group::{groups_valid, Consistent, Repack};
 use super::roster::{
-    ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, Roster, Stores,
+    ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, RefList, Roster, Stores,
 };
 use super::spawn::{self, pack_groups_of, Bundle};
 use super::{
@@ -237,9 +237,12 @@ pub trait WorldOps: Roster {
         if !groups_valid::<Self::Components, Self::Groups>() {
             return Err(InitError::GroupOverlap);
         }
-        let (registry, mut pools) = self.parts();
+        if !Self::Refs::all_in::<Self::Components>() {
+            return Err(InitError::UnknownRefComponent);
+        }
+        let (registry, durable, mut pools) = self.durable_parts();
         if registry.owner() != 0 {
-            return if all_bound(&registry.0, &mut pools) {
+            return if all_bound(&registry.0, &mut pools) && durable.0.attach(&registry.0) {
                 Ok(())
             } else {
                 Err(InitError::PoolMismatch)
@@ -250,13 +253,14 @@ pub trait WorldOps: Roster {
             ok: registry.bound_pools() == 0,
         };
         pools.visit(&mut bindable);
-        if !bindable.ok {
+        if !bindable.ok || !durable.fits(registry.capacity()) {
             return Err(InitError::PoolMismatch);
         }
         registry.0.issue_owner()?;
         pools.visit(&mut Bind {
             registry: &mut registry.0,
         });
+        durable.0.attach(&registry.0);
         Ok(())
     }
 
@@ -304,18 +308,29 @@ pub trait WorldOps: Roster {
     /// Destroys `entity`: leaves every owned group, is removed from every pool, then its
     /// registry slot is released (generation advanced or slot retired).
     ///
+    /// A durable world first detaches the entity: its binding is removed, its children are
+    /// reparented by the world's [`OrphanPolicy`](super::OrphanPolicy), its name dropped.
+    ///
     /// # Errors
-    /// `InvalidPhase`, `Rejected` (not alive), `RevisionExhausted` or `ForeignPool` (a pool of
-    /// another registry, or fewer pools than are bound to the registry); nothing changes.
+    /// `InvalidPhase`, `Rejected` (not alive), `RevisionExhausted`, `Protected`, or
+    /// `ForeignPool` (a pool or durable part of another registry, or fewer pools than are
+    /// bound to the registry); nothing changes.
     fn destroy(&mut self, entity: EntityId) -> Result<(), WorldError> {
-        let (registry, mut pools) = self.parts();
+        let (registry, durable, mut pools) = self.durable_parts();
         let registry = &mut registry.0;
+        let durable = &mut durable.0;
         registry.check_entity_change(entity, Self::Components::LEN as u64 + 1)?;
         // The release invariant: a world's registry releases a slot only here, after every
         // pool bound to it left the entity (spawns into reused slots rely on it).
-        if !all_bound(registry, &mut pools) {
+        if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
             return Err(WorldError::ForeignPool);
         }
+        if durable.is_protected(entity) {
+            return Err(WorldError::Protected);
+        }
+        // Seed 000's destruction order: detach durable bindings, remove components, then
+        // release the slot.
+        durable.detach(registry, entity);
         if Self::Groups::LEN > 0 {
             Self::Groups::with_all(&mut Repack::<_, Self::Alloc>::unpack(&mut pools, entity));
         }
@@ -324,8 +339,6 @@ pub trait WorldOps: Roster {
             removed: 0,
         };
         pools.visit(&mut remove);
-        // Durable-binding hook: detach the entity's binding here, before the slot is
-        // released (seed 000, "Destruction and physical retirement").
         registry.release_charged(entity, remove.removed);
         Ok(())
     }

@@ -354,6 +354,27 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         generation_of(self.meta[slot as usize].load(Relaxed))
     }
 
+    /// The live (or pending) entity at `slot`, if any.
+    #[inline]
+    pub fn live_at(&self, slot: u32) -> Option<EntityId> {
+        let m = self.stored_meta(slot)?;
+        (m & LOW & !PENDING == u64::from(slot))
+            .then(|| EntityId::from_raw_parts(self.owner, slot, generation_of(m)))
+    }
+
+    /// Pending entities and the highest generation any created slot reached (O(capacity):
+    /// for observability, not hot paths).
+    pub fn census(&self) -> (usize, u32) {
+        let (mut pending, mut peak) = (0, 0);
+        for m in &self.meta[..self.high as usize] {
+            let m = m.load(Relaxed);
+            let low = m & LOW;
+            pending += usize::from(low != FREE_LOW && low != RETIRED_LOW && m & PENDING != 0);
+            peak = peak.max(generation_of(m));
+        }
+        (pending, peak)
+    }
+
     /// Why `entity` is not active, or `Ok(())` when it is. Cold path for diagnostics.
     ///
     /// # Errors

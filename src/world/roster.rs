@@ -27,7 +27,7 @@ use core::any::TypeId;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::{ComponentPool, EntityRegistry, ReadOnly};
+use super::{ComponentPool, Durable, EntityRefs, EntityRegistry, ReadOnly};
 
 /// A world declared by [`world!`](crate::world!): its registry, its pools (by type) and its
 /// owned groups. Every world operation is a method of [`WorldOps`](super::WorldOps), which is
@@ -44,10 +44,67 @@ pub trait Roster: Sized {
     type Components: ComponentList;
     /// The owned groups, as a list of component lists.
     type Groups: GroupList;
-    /// The registry (read-only outside the crate) and every pool, mutably.
-    fn parts(&mut self) -> Parts<'_, Self>;
+    /// The components with entity-typed fields ([`EntityRefs`]), a sub-list of
+    /// `Components`.
+    type Refs: RefList;
+    /// The registry (read-only outside the crate), the durable part (likewise) and every
+    /// pool, mutably.
+    fn durable_parts(&mut self) -> DurableParts<'_, Self>;
     /// The registry and every pool, shared.
     fn parts_ref(&self) -> PartsRef<'_, Self>;
+    /// The durable part, shared.
+    fn durable_ref(&self) -> &Durable<Self::Alloc>;
+    /// The registry and every pool, mutably (what [`durable_parts`](Self::durable_parts)
+    /// returns, without the durable part).
+    #[inline(always)]
+    fn parts(&mut self) -> Parts<'_, Self> {
+        let (registry, _, pools) = self.durable_parts();
+        (registry, pools)
+    }
+}
+
+/// What [`Roster::durable_parts`] returns.
+pub type DurableParts<'a, R> = (
+    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>>,
+    &'a mut ReadOnly<Durable<<R as Roster>::Alloc>>,
+    PoolsMut<'a, R>,
+);
+
+/// Calls back with each entity-referencing component type.
+pub trait RefVisitor {
+    /// Called with one type.
+    fn visit<T: EntityRefs>(&mut self);
+}
+
+/// A type list of [`EntityRefs`] component types: `()` or `(Head, Tail)`; sealed.
+pub trait RefList: sealed::List + 'static {
+    /// Number of types.
+    const LEN: usize;
+    /// Calls `v` with every type, in order.
+    fn each<V: RefVisitor>(v: &mut V);
+    /// Whether every type is one of `C`.
+    fn all_in<C: ComponentList>() -> bool;
+}
+
+impl RefList for () {
+    const LEN: usize = 0;
+    #[inline(always)]
+    fn each<V: RefVisitor>(_: &mut V) {}
+    fn all_in<C: ComponentList>() -> bool {
+        true
+    }
+}
+
+impl<H: EntityRefs, T: RefList> RefList for (H, T) {
+    const LEN: usize = 1 + T::LEN;
+    #[inline(always)]
+    fn each<V: RefVisitor>(v: &mut V) {
+        v.visit::<H>();
+        T::each(v);
+    }
+    fn all_in<C: ComponentList>() -> bool {
+        C::contains(TypeId::of::<H>()) && T::all_in::<C>()
+    }
 }
 
 /// What [`Roster::parts`] returns: the registry and one `Some(&mut pool)` per component.

@@ -1,0 +1,945 @@
+//! [`WorldBindingTable`]: durable keys ↔ runtime handles at the world boundary (seeds 000, 003).
+//!
+//! Two derived mappings, published and removed together:
+//!
+//! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated open-addressing
+//!   table with linear probing, at most half full (`buckets = next_pow2(2 × capacity)`), deleted
+//!   by backward shift (no tombstones, so probe lengths never degrade with churn). A bucket holds
+//!   the whole key, so a hit costs one cache miss and compares all 32 bytes (exact equality).
+//! - **reverse**, per registry slot: the key and kind of the binding, validated by generation
+//!   (and the table's owner), so a recycled slot never inherits a former object's key.
+//!
+//! Keys are untrusted input (level files, saves, mods). The bucket index comes from a keyed hash
+//! (two folded 64×64→128 multiplies over the key's words, each word mixed with a per-table
+//! secret drawn from the standard library's randomly keyed hasher), and no probe walks more than
+//! [`MAX_PROBE`] buckets: a key whose probe would be longer is refused with
+//! [`CandidateRejection::ProbeLimit`], so even a collision set crafted against a leaked secret
+//! costs at most `MAX_PROBE` compares per key, never a quadratic activation.
+//!
+//! Everything is allocated at init; nothing allocates afterwards.
+
+use core::hash::{BuildHasher, Hasher};
+
+use allocator_api2::alloc::{Allocator, Global};
+use allocator_api2::vec::Vec;
+
+use super::fixed::filled;
+use super::{EntityId, EntityRegistry, InitError, Rejection};
+use crate::identity::{OwnerToken, PersistentObjectKey, UuidError, UuidPolicy};
+
+/// The longest probe sequence (in buckets) an insertion or lookup walks.
+pub const MAX_PROBE: usize = 128;
+
+/// The largest binding capacity (buckets are indexed by `u32`).
+pub const MAX_BINDINGS: usize = 1 << 30;
+
+/// The caller's kind of a bound object (asset kind or gameplay capability), stored with the
+/// binding and compared at resolve. [`BindingKind::ANY`] is a plain binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BindingKind(pub u32);
+
+impl BindingKind {
+    /// No particular kind.
+    pub const ANY: Self = Self(0);
+}
+
+/// One candidate of [`WorldBindingTable::try_activate`]: bind `key` (of `kind`) to `entity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activation {
+    /// The live, active entity to bind.
+    pub entity: EntityId,
+    /// Its durable key: the activating instance scope and the authored source object.
+    pub key: PersistentObjectKey,
+    /// Its kind.
+    pub kind: BindingKind,
+}
+
+impl Activation {
+    /// A binding of `key` to `entity` with no particular kind.
+    pub const fn new(entity: EntityId, key: PersistentObjectKey) -> Self {
+        Self {
+            entity,
+            key,
+            kind: BindingKind::ANY,
+        }
+    }
+}
+
+/// Why one candidate of an activation batch was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CandidateRejection {
+    /// The entity is not live and active in the table's registry.
+    #[error("entity rejected: {0}")]
+    Entity(Rejection),
+    /// A half of the key is not a nonnil version-4 UUID.
+    #[error("invalid key: {0}")]
+    InvalidKey(UuidError),
+    /// The key is already bound to another live entity.
+    #[error("key already bound to {existing:?}")]
+    KeyBound {
+        /// The entity holding the key.
+        existing: EntityId,
+    },
+    /// The entity already has a binding.
+    #[error("entity already bound to {existing}")]
+    EntityBound {
+        /// Its current key.
+        existing: PersistentObjectKey,
+    },
+    /// An earlier candidate of the same batch has the same key.
+    #[error("key repeats candidate {first}")]
+    DuplicateKey {
+        /// Index of the earlier candidate.
+        first: usize,
+    },
+    /// An earlier candidate of the same batch binds the same entity.
+    #[error("entity repeats candidate {first}")]
+    DuplicateEntity {
+        /// Index of the earlier candidate.
+        first: usize,
+    },
+    /// The key's probe sequence is longer than [`MAX_PROBE`] (a crafted collision set).
+    #[error("probe sequence longer than {MAX_PROBE} buckets (colliding keys)")]
+    ProbeLimit,
+}
+
+/// Failure of [`WorldBindingTable::try_activate`]; nothing was published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ActivationError {
+    /// The batch does not fit the table's fixed capacity.
+    #[error("binding capacity exhausted: {requested} requested, {available} free of {capacity}")]
+    CapacityExhausted {
+        /// Candidates in the batch.
+        requested: usize,
+        /// Bindings still free.
+        available: usize,
+        /// The table's fixed capacity.
+        capacity: usize,
+    },
+    /// Candidate `index` was refused.
+    #[error("candidate {index} refused: {reason}")]
+    Candidate {
+        /// Position in the batch.
+        index: usize,
+        /// Why.
+        reason: CandidateRejection,
+    },
+    /// The table is not attached to this registry (a disabled table, or another world's).
+    #[error("binding table belongs to another registry or is disabled")]
+    ForeignRegistry,
+}
+
+/// Why a reference is invalid rather than merely missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidReference {
+    /// A half of the key is nil or not a version-4 UUID.
+    #[error("malformed key: {0}")]
+    Key(UuidError),
+    /// The catalog does not know the key's instance scope.
+    #[error("unknown instance scope")]
+    UnknownScope,
+}
+
+/// What [`WorldBindingTable::try_resolve`] found, with the full handle on success. No I/O,
+/// no implicit loading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// A live binding exists; check activity (pending destruction) and capability before use.
+    Resolved(EntityId),
+    /// The catalog knows the key but its instance is not loaded; the caller may stream it.
+    NotResident,
+    /// No known target in the available scope (not proof of deletion).
+    Missing,
+    /// Bound, but to another kind than required.
+    TypeMismatch {
+        /// The bound entity.
+        entity: EntityId,
+        /// Its kind.
+        found: BindingKind,
+    },
+    /// A malformed key or an unknown instance scope.
+    InvalidReference(InvalidReference),
+    /// The catalog knows more than one object under this key.
+    Conflict,
+}
+
+impl Resolution {
+    /// The handle when [`Resolved`](Self::Resolved).
+    #[inline]
+    pub fn entity(self) -> Option<EntityId> {
+        match self {
+            Self::Resolved(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What an authoritative catalog (a save index, a streaming manifest) knows of a key that has
+/// no live binding. The caller supplies it at resolve; the table never loads anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogEntry {
+    /// Known, in an instance that is not loaded.
+    NotResident,
+    /// Not known in a scope the catalog knows.
+    Unknown,
+    /// The instance scope itself is unknown.
+    UnknownScope,
+    /// Known more than once (duplicate identity).
+    Conflict,
+}
+
+/// The seam through which [`WorldBindingTable::try_resolve_with`] asks about keys that are
+/// not bound. Implemented for closures `Fn(&PersistentObjectKey) -> CatalogEntry`.
+pub trait ResidencyCatalog {
+    /// What the catalog knows of `key` (which has no live binding).
+    fn lookup(&self, key: &PersistentObjectKey) -> CatalogEntry;
+}
+
+impl<F: Fn(&PersistentObjectKey) -> CatalogEntry> ResidencyCatalog for F {
+    fn lookup(&self, key: &PersistentObjectKey) -> CatalogEntry {
+        self(key)
+    }
+}
+
+/// The catalog that knows nothing: every unbound valid key is `Missing`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCatalog;
+
+impl ResidencyCatalog for NoCatalog {
+    fn lookup(&self, _: &PersistentObjectKey) -> CatalogEntry {
+        CatalogEntry::Unknown
+    }
+}
+
+/// A key as four native words (the bytes reinterpreted, for hashing and comparing).
+type Words = [u64; 4];
+
+#[inline(always)]
+fn words(key: &PersistentObjectKey) -> Words {
+    let b: &[u8; 32] = bytemuck::cast_ref(key);
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    [w(0), w(1), w(2), w(3)]
+}
+
+#[inline(always)]
+fn key_of(w: &Words) -> PersistentObjectKey {
+    let mut b = [0u8; 32];
+    for (i, word) in w.iter().enumerate() {
+        b[i * 8..i * 8 + 8].copy_from_slice(&word.to_ne_bytes());
+    }
+    bytemuck::cast(b)
+}
+
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Whether both halves of `key` are nonnil version-4 UUIDs.
+fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
+    UuidPolicy::DurableV4.check(key.instance.as_uuid())?;
+    UuidPolicy::DurableV4.check(key.object.as_uuid())?;
+    Ok(())
+}
+
+/// A forward bucket: the key, the bound incarnation and its kind, and the bucket its hash
+/// chose (for backward-shift deletion). Empty when `generation == 0`.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    key: Words,
+    slot: u32,
+    generation: u32,
+    kind: u32,
+    home: u32,
+}
+
+const EMPTY: Bucket = Bucket {
+    key: [0; 4],
+    slot: 0,
+    generation: 0,
+    kind: 0,
+    home: 0,
+};
+
+/// A reverse entry: the binding of the slot's incarnation `generation` (0: none).
+#[derive(Clone, Copy, Debug)]
+struct Reverse {
+    key: Words,
+    generation: u32,
+    kind: u32,
+}
+
+const UNBOUND: Reverse = Reverse {
+    key: [0; 4],
+    generation: 0,
+    kind: 0,
+};
+
+/// Where a probe for a key ended.
+enum Probe {
+    /// The key is at this bucket.
+    Found(usize),
+    /// The key is absent; this empty bucket ends its probe sequence.
+    Vacant(usize),
+    /// The probe sequence is longer than [`MAX_PROBE`].
+    Limit,
+}
+
+/// Counters for observability: conflicts refused and the longest probe seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BindingStats {
+    /// Candidates refused because their key or entity was already bound (or repeated in the
+    /// batch).
+    pub conflicts: u64,
+    /// Candidates refused at the probe limit.
+    pub probe_limit_hits: u64,
+    /// The longest probe sequence an insertion walked (buckets).
+    pub longest_probe: u32,
+    /// Stale bindings dropped (their entity was released without a detach).
+    pub stale_dropped: u64,
+}
+
+/// Durable key ↔ handle bindings of one registry, fixed capacity (module docs).
+pub struct WorldBindingTable<A: Allocator + Clone = Global> {
+    /// Owner token of the registry whose entities this table binds (0: unattached).
+    owner: OwnerToken,
+    buckets: Vec<Bucket, A>,
+    /// `buckets.len() - 1` (a power of two minus one); 0 for a disabled table.
+    mask: usize,
+    /// One entry per registry slot.
+    reverse: Vec<Reverse, A>,
+    len: usize,
+    capacity: usize,
+    secret: Words,
+    revision: u64,
+    stats: BindingStats,
+    /// Keys reserved by a duplication in progress (capacity: `capacity`).
+    scratch: Vec<PersistentObjectKey, A>,
+}
+
+impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WorldBindingTable")
+            .field("owner", &self.owner)
+            .field("len", &self.len)
+            .field("capacity", &self.capacity)
+            .field("buckets", &self.buckets.len())
+            .field("revision", &self.revision)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// A per-table secret from the standard library's randomly keyed hasher (the same source
+/// `HashMap` seeds from; each `RandomState` is keyed differently).
+fn fresh_secret() -> Words {
+    let mut s = [0u64; 4];
+    for (i, w) in s.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        *w = h.finish();
+    }
+    s
+}
+
+impl WorldBindingTable<Global> {
+    /// A table for up to `capacity` bindings of `registry`'s entities, on the global allocator.
+    ///
+    /// # Errors
+    /// As [`try_new_in`](Self::try_new_in).
+    pub fn try_new(
+        registry: &EntityRegistry<impl Allocator + Clone>,
+        capacity: usize,
+    ) -> Result<Self, InitError> {
+        Self::try_new_in(registry.owner(), registry.capacity(), capacity, Global)
+    }
+}
+
+impl<A: Allocator + Clone> WorldBindingTable<A> {
+    /// A table for up to `capacity` bindings (at most `slots`) of the entities of the registry
+    /// with owner token `owner` and `slots` slots, allocating from `alloc`.
+    ///
+    /// # Errors
+    /// [`InitError::CapacityTooLarge`] beyond [`MAX_BINDINGS`]; [`InitError::Allocation`].
+    pub fn try_new_in(
+        owner: OwnerToken,
+        slots: usize,
+        capacity: usize,
+        alloc: A,
+    ) -> Result<Self, InitError> {
+        let capacity = capacity.min(slots);
+        if capacity > MAX_BINDINGS {
+            return Err(InitError::CapacityTooLarge {
+                requested: capacity,
+                max: MAX_BINDINGS,
+            });
+        }
+        let buckets = if capacity == 0 {
+            0
+        } else {
+            (2 * capacity).next_power_of_two().max(16)
+        };
+        Ok(Self {
+            owner,
+            buckets: filled(buckets, EMPTY, alloc.clone())?,
+            mask: buckets.saturating_sub(1),
+            reverse: filled(
+                if capacity == 0 { 0 } else { slots },
+                UNBOUND,
+                alloc.clone(),
+            )?,
+            len: 0,
+            capacity,
+            secret: fresh_secret(),
+            revision: 0,
+            stats: BindingStats::default(),
+            scratch: super::fixed::reserve(capacity, alloc)?,
+        })
+    }
+
+    /// Attaches an unattached table to its registry's owner token (a world does this at
+    /// init, after the token is issued); a no-op when already attached.
+    pub(crate) fn attach(&mut self, owner: OwnerToken) {
+        if self.owner == 0 {
+            self.owner = owner;
+        }
+    }
+
+    /// Fixes the hashing secret (tests of crafted collision sets). Clears the table.
+    #[cfg(feature = "test-hooks")]
+    pub fn test_hook_set_secret(&mut self, secret: [u64; 4]) {
+        self.clear();
+        self.secret = secret;
+    }
+
+    /// Owner token of the registry this table binds (0 when unattached).
+    #[inline]
+    pub fn owner(&self) -> OwnerToken {
+        self.owner
+    }
+
+    /// Live bindings.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No bindings.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The fixed number of bindings the table can hold.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Advances on every publish (one per activated batch) and every removal: compare it with
+    /// the value seen when a negative result was cached.
+    #[inline]
+    pub fn binding_revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Conflict and probe counters.
+    #[inline]
+    pub fn stats(&self) -> BindingStats {
+        self.stats
+    }
+
+    /// Bytes of fixed storage (forward buckets and reverse entries).
+    pub fn footprint_bytes(&self) -> usize {
+        self.buckets.len() * core::mem::size_of::<Bucket>()
+            + self.reverse.len() * core::mem::size_of::<Reverse>()
+    }
+
+    #[inline(always)]
+    fn home(&self, w: &Words) -> usize {
+        let s = &self.secret;
+        let h = fold(w[0] ^ s[0], w[1] ^ s[1]) ^ fold(w[2] ^ s[2], w[3] ^ s[3]);
+        (h as usize) & self.mask
+    }
+
+    #[inline(always)]
+    fn probe(&self, w: &Words) -> Probe {
+        if self.buckets.is_empty() {
+            return Probe::Limit;
+        }
+        let mut i = self.home(w);
+        for _ in 0..MAX_PROBE {
+            let b = &self.buckets[i];
+            if b.generation == 0 {
+                return Probe::Vacant(i);
+            }
+            if b.key == *w {
+                return Probe::Found(i);
+            }
+            i = (i + 1) & self.mask;
+        }
+        Probe::Limit
+    }
+
+    #[inline(always)]
+    fn entity_at(&self, b: &Bucket) -> EntityId {
+        EntityId::from_raw_parts(self.owner, b.slot, b.generation)
+    }
+
+    /// Removes the bucket at `i` by backward shift: later entries of its cluster that may
+    /// live at `i` move down, so no tombstone is left and every probe stays as short.
+    fn remove_bucket(&mut self, mut i: usize) {
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let b = self.buckets[j];
+            if b.generation == 0 {
+                break;
+            }
+            let home = b.home as usize;
+            // `b` may move to `i` unless its home lies cyclically in `(i, j]`.
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(i) & self.mask) {
+                self.buckets[i] = b;
+                i = j;
+            }
+        }
+        self.buckets[i] = EMPTY;
+    }
+
+    /// Removes the binding of `key` (forward and reverse), if any; true when one was removed.
+    fn unbind_key(&mut self, w: &Words) -> bool {
+        match self.probe(w) {
+            Probe::Found(i) => {
+                let slot = self.buckets[i].slot as usize;
+                self.remove_bucket(i);
+                self.reverse[slot] = UNBOUND;
+                self.len -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops every binding (the revision advances when there was one).
+    #[cfg(feature = "test-hooks")]
+    fn clear(&mut self) {
+        if self.len > 0 {
+            self.buckets.iter_mut().for_each(|b| *b = EMPTY);
+            self.reverse.iter_mut().for_each(|r| *r = UNBOUND);
+            self.len = 0;
+            self.revision += 1;
+        }
+    }
+
+    /// Validates and publishes a batch of bindings, all or nothing: every entity live and
+    /// active in `registry`, every key nonnil v4, neither already bound, no repeat inside the
+    /// batch. On success both maps are published and the revision advances once.
+    ///
+    /// # Errors
+    /// [`ActivationError`], naming the first refused candidate; nothing is published.
+    pub fn try_activate<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        batch: &[Activation],
+    ) -> Result<(), ActivationError> {
+        if self.owner == 0 || self.owner != registry.owner() {
+            return Err(ActivationError::ForeignRegistry);
+        }
+        if batch.len() > self.capacity - self.len {
+            return Err(ActivationError::CapacityExhausted {
+                requested: batch.len(),
+                available: self.capacity - self.len,
+                capacity: self.capacity,
+            });
+        }
+        for (index, c) in batch.iter().enumerate() {
+            if let Err(reason) = self.insert_candidate(registry, batch, index, c) {
+                // Roll back the candidates inserted so far: none was observable.
+                for done in &batch[..index] {
+                    self.unbind_key(&words(&done.key));
+                }
+                match reason {
+                    CandidateRejection::ProbeLimit => self.stats.probe_limit_hits += 1,
+                    CandidateRejection::Entity(_) | CandidateRejection::InvalidKey(_) => {}
+                    _ => self.stats.conflicts += 1,
+                }
+                return Err(ActivationError::Candidate { index, reason });
+            }
+        }
+        if !batch.is_empty() {
+            self.revision += 1;
+        }
+        Ok(())
+    }
+
+    fn insert_candidate<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        batch: &[Activation],
+        index: usize,
+        c: &Activation,
+    ) -> Result<(), CandidateRejection> {
+        if !registry.is_active(c.entity) {
+            return Err(CandidateRejection::Entity(
+                registry
+                    .diagnose(c.entity)
+                    .err()
+                    .unwrap_or(Rejection::Stale),
+            ));
+        }
+        check_key(&c.key).map_err(CandidateRejection::InvalidKey)?;
+        let slot = c.entity.slot() as usize;
+        let rev = self.reverse[slot];
+        if rev.generation != 0 {
+            if rev.generation == c.entity.generation() {
+                return Err(
+                    match batch[..index].iter().position(|d| d.entity == c.entity) {
+                        Some(first) => CandidateRejection::DuplicateEntity { first },
+                        None => CandidateRejection::EntityBound {
+                            existing: key_of(&rev.key),
+                        },
+                    },
+                );
+            }
+            // A stale binding: the slot's former incarnation was released without a detach.
+            self.unbind_key(&rev.key);
+            self.stats.stale_dropped += 1;
+        }
+        let w = words(&c.key);
+        let vacant = loop {
+            match self.probe(&w) {
+                Probe::Vacant(i) => break i,
+                Probe::Limit => return Err(CandidateRejection::ProbeLimit),
+                Probe::Found(i) => {
+                    let existing = self.entity_at(&self.buckets[i]);
+                    if !registry.is_alive(existing) {
+                        // Stale: drop it and probe again (the shift may have moved the gap).
+                        let stale = self.buckets[i].key;
+                        self.unbind_key(&stale);
+                        self.stats.stale_dropped += 1;
+                        continue;
+                    }
+                    return Err(match batch[..index].iter().position(|d| d.key == c.key) {
+                        Some(first) => CandidateRejection::DuplicateKey { first },
+                        None => CandidateRejection::KeyBound { existing },
+                    });
+                }
+            }
+        };
+        let home = self.home(&w);
+        let probe_len = (vacant.wrapping_sub(home) & self.mask) as u32 + 1;
+        self.stats.longest_probe = self.stats.longest_probe.max(probe_len);
+        self.buckets[vacant] = Bucket {
+            key: w,
+            slot: c.entity.slot(),
+            generation: c.entity.generation(),
+            kind: c.kind.0,
+            home: home as u32,
+        };
+        self.reverse[slot] = Reverse {
+            key: w,
+            generation: c.entity.generation(),
+            kind: c.kind.0,
+        };
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Reserves a free `key` in the forward map with a placeholder (no entity yet) for a
+    /// duplication in progress; false when it is taken or its probe is too long.
+    pub(crate) fn reserve(&mut self, key: &PersistentObjectKey) -> bool {
+        let w = words(key);
+        match self.probe(&w) {
+            Probe::Vacant(i) => {
+                let home = self.home(&w) as u32;
+                self.buckets[i] = Bucket {
+                    key: w,
+                    slot: u32::MAX,
+                    generation: u32::MAX,
+                    kind: 0,
+                    home,
+                };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Remembers a reserved key (the caller reserves at most `capacity - len` of them).
+    pub(crate) fn scratch_push(&mut self, key: PersistentObjectKey) {
+        if self.scratch.len() < self.scratch.capacity() {
+            self.scratch.push(key);
+        }
+    }
+
+    /// Releases the first `n` reserved keys (a failed duplication).
+    pub(crate) fn release_scratch(&mut self, n: usize) {
+        for k in 0..n.min(self.scratch.len()) {
+            let w = words(&self.scratch[k]);
+            if let Probe::Found(i) = self.probe(&w) {
+                self.remove_bucket(i);
+            }
+        }
+        self.scratch.clear();
+    }
+
+    /// Binds reserved key `k` to `entity` (forward and reverse).
+    pub(crate) fn publish_scratch(&mut self, k: usize, entity: EntityId, kind: BindingKind) {
+        let Some(key) = self.scratch.get(k) else {
+            return;
+        };
+        let w = words(key);
+        if let Probe::Found(i) = self.probe(&w) {
+            let b = &mut self.buckets[i];
+            b.slot = entity.slot();
+            b.generation = entity.generation();
+            b.kind = kind.0;
+            self.reverse[entity.slot() as usize] = Reverse {
+                key: w,
+                generation: entity.generation(),
+                kind: kind.0,
+            };
+        }
+    }
+
+    /// Completes a duplication that published `k` reserved keys: one revision.
+    pub(crate) fn finish_scratch(&mut self, k: usize) {
+        self.len += k;
+        if k > 0 {
+            self.revision += 1;
+        }
+        self.scratch.clear();
+    }
+
+    /// Removes `entity`'s binding (inside the destruction order, before its slot is
+    /// released); returns the key it had. The revision advances when one was removed.
+    pub fn detach(&mut self, entity: EntityId) -> Option<PersistentObjectKey> {
+        let key = self.key_of(entity)?;
+        self.unbind_key(&words(&key));
+        self.revision += 1;
+        Some(key)
+    }
+
+    /// Whether `entity`'s slot may hold a binding (cheap pre-check for destroy).
+    #[inline(always)]
+    pub(crate) fn may_bind(&self, slot: u32) -> bool {
+        self.reverse
+            .get(slot as usize)
+            .is_some_and(|r| r.generation != 0)
+    }
+
+    /// The key bound to `entity` (reverse mapping, one slot read), validated by owner and
+    /// generation.
+    #[inline]
+    pub fn key_of(&self, entity: EntityId) -> Option<PersistentObjectKey> {
+        self.binding_of(entity).map(|(k, _)| k)
+    }
+
+    /// The key and kind bound to `entity`.
+    #[inline]
+    pub fn binding_of(&self, entity: EntityId) -> Option<(PersistentObjectKey, BindingKind)> {
+        if entity.owner() != self.owner || self.owner == 0 {
+            return None;
+        }
+        let r = self.reverse.get(entity.slot() as usize)?;
+        (r.generation != 0 && r.generation == entity.generation())
+            .then(|| (key_of(&r.key), BindingKind(r.kind)))
+    }
+
+    /// Whether `key` has a binding (live or stale).
+    pub fn contains_key(&self, key: &PersistentObjectKey) -> bool {
+        matches!(self.probe(&words(key)), Probe::Found(_))
+    }
+
+    /// The live binding of `key`, validated against `registry` (owner and generation); a
+    /// stale one reads as absent.
+    #[inline]
+    pub fn lookup<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+    ) -> Option<(EntityId, BindingKind)> {
+        match self.probe(&words(key)) {
+            Probe::Found(i) => {
+                let b = &self.buckets[i];
+                let e = self.entity_at(b);
+                registry.is_alive(e).then_some((e, BindingKind(b.kind)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Resolves `key` to a live entity of any kind; unbound keys are `Missing` (no catalog).
+    #[inline]
+    pub fn try_resolve<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+    ) -> Resolution {
+        self.try_resolve_with(registry, key, None, &NoCatalog)
+    }
+
+    /// Resolves `key`, requiring `kind` when given, asking `catalog` about unbound keys. A
+    /// stale binding reads as unbound (call [`prune`](Self::prune) to drop it).
+    pub fn try_resolve_with<B: Allocator + Clone, C: ResidencyCatalog + ?Sized>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+        kind: Option<BindingKind>,
+        catalog: &C,
+    ) -> Resolution {
+        if let Some((e, found)) = self.lookup(registry, key) {
+            return match kind {
+                Some(k) if k != found => Resolution::TypeMismatch { entity: e, found },
+                _ => Resolution::Resolved(e),
+            };
+        }
+        // Bound keys are valid by construction: only a miss needs the key checked.
+        if let Err(e) = check_key(key) {
+            return Resolution::InvalidReference(InvalidReference::Key(e));
+        }
+        match catalog.lookup(key) {
+            CatalogEntry::NotResident => Resolution::NotResident,
+            CatalogEntry::Unknown => Resolution::Missing,
+            CatalogEntry::UnknownScope => {
+                Resolution::InvalidReference(InvalidReference::UnknownScope)
+            }
+            CatalogEntry::Conflict => Resolution::Conflict,
+        }
+    }
+
+    /// Drops `key`'s binding when its entity is no longer alive in `registry`; true when one
+    /// was dropped (the revision advances).
+    pub fn prune<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+    ) -> bool {
+        let w = words(key);
+        if let Probe::Found(i) = self.probe(&w) {
+            if !registry.is_alive(self.entity_at(&self.buckets[i])) {
+                self.unbind_key(&w);
+                self.stats.stale_dropped += 1;
+                self.revision += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Every binding (key, entity, kind), in slot order (never hash order, so nothing
+    /// observable depends on the secret).
+    pub fn iter(&self) -> impl Iterator<Item = (PersistentObjectKey, EntityId, BindingKind)> + '_ {
+        self.reverse
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.generation != 0)
+            .map(|(slot, r)| {
+                (
+                    key_of(&r.key),
+                    EntityId::from_raw_parts(self.owner, slot as u32, r.generation),
+                    BindingKind(r.kind),
+                )
+            })
+    }
+
+    /// Checks both maps against each other (O(buckets)); for tests.
+    pub fn check_consistent(&self) -> bool {
+        let mut forward = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            if b.generation == 0 {
+                continue;
+            }
+            forward += 1;
+            let r = &self.reverse[b.slot as usize];
+            let home = self.home(&b.key);
+            let reachable = matches!(self.probe(&b.key), Probe::Found(j) if j == i);
+            if r.generation != b.generation
+                || r.key != b.key
+                || home != b.home as usize
+                || !reachable
+            {
+                return false;
+            }
+        }
+        let reverse = self.reverse.iter().filter(|r| r.generation != 0).count();
+        forward == self.len && reverse == self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::{InstanceId, SourceObjectId};
+
+    fn key(i: u128, o: u128) -> PersistentObjectKey {
+        let v4 = |x: u128| {
+            uuid::Builder::from_random_bytes(
+                x.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c).to_le_bytes(),
+            )
+            .into_uuid()
+        };
+        PersistentObjectKey::new(
+            InstanceId::from_uuid(v4(i)).unwrap(),
+            SourceObjectId::from_uuid(v4(o)).unwrap(),
+        )
+    }
+
+    fn setup(n: usize) -> (EntityRegistry, WorldBindingTable, std::vec::Vec<EntityId>) {
+        let mut reg = EntityRegistry::try_with_capacity(n).unwrap();
+        reg.set_structural_phase(true);
+        let es = (0..n).map(|_| reg.try_create().unwrap()).collect();
+        let table = WorldBindingTable::try_new(&reg, n).unwrap();
+        (reg, table, es)
+    }
+
+    #[test]
+    fn activate_resolve_detach() {
+        let (mut reg, mut t, es) = setup(8);
+        let batch: std::vec::Vec<_> = (0..4)
+            .map(|i| Activation::new(es[i], key(1, i as u128)))
+            .collect();
+        t.try_activate(&reg, &batch).unwrap();
+        assert_eq!(t.binding_revision(), 1);
+        for a in &batch {
+            assert_eq!(t.try_resolve(&reg, &a.key), Resolution::Resolved(a.entity));
+            assert_eq!(t.key_of(a.entity), Some(a.key));
+        }
+        assert!(t.check_consistent());
+        assert_eq!(t.detach(es[0]), Some(batch[0].key));
+        assert_eq!(t.try_resolve(&reg, &batch[0].key), Resolution::Missing);
+        assert_eq!(t.binding_revision(), 2);
+        // Released without a detach: the stale binding reads Missing, the recycled slot has
+        // no key.
+        reg.try_release(es[1]).unwrap();
+        let again = reg.try_create().unwrap();
+        assert_eq!(again.slot(), es[1].slot());
+        assert_eq!(t.try_resolve(&reg, &batch[1].key), Resolution::Missing);
+        assert_eq!(t.key_of(again), None);
+        assert!(t.prune(&reg, &batch[1].key));
+        assert!(t.check_consistent());
+    }
+
+    #[test]
+    fn failed_batch_publishes_nothing() {
+        let (reg, mut t, es) = setup(8);
+        let ok = [Activation::new(es[0], key(1, 0))];
+        t.try_activate(&reg, &ok).unwrap();
+        let bad = [
+            Activation::new(es[1], key(1, 1)),
+            Activation::new(es[2], key(1, 2)),
+            Activation::new(es[3], key(1, 1)),
+        ];
+        assert_eq!(
+            t.try_activate(&reg, &bad),
+            Err(ActivationError::Candidate {
+                index: 2,
+                reason: CandidateRejection::DuplicateKey { first: 0 }
+            })
+        );
+        assert_eq!((t.len(), t.binding_revision()), (1, 1));
+        assert_eq!(t.key_of(es[1]), None);
+        assert!(t.check_consistent());
+    }
+}

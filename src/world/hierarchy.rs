@@ -1,0 +1,516 @@
+//! [`Hierarchy`]: names, parent links, ordered children and protection, per registry slot
+//! (seed 004).
+//!
+//! One 32-byte node per slot links a live entity to its parent, its first and last child and
+//! its siblings (slot + 1, 0 meaning none), so children keep insertion order and appending,
+//! unlinking and reparenting are O(1). The world keeps the links in step with the registry:
+//! every destroy detaches the entity's node before its slot is released (reparenting the
+//! children by the world's [`OrphanPolicy`]), so a link always names a live entity; reads
+//! validate the parent's generation anyway and never return a stale handle.
+//!
+//! Names are labels, never identity: UTF-8 bytes in one arena whose size is fixed at init.
+//! Each name is stored as a record `[slot: u32][len: u16][bytes]`; replacing or dropping a
+//! name leaves its record dead, and when the arena is full but the live names fit it is
+//! compacted in place (one pass, no scratch memory). Nothing allocates after init.
+
+use allocator_api2::alloc::{Allocator, Global};
+use allocator_api2::vec::Vec;
+
+use super::fixed::filled;
+use super::{EntityId, InitError};
+
+/// What happens to the children of a destroyed entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OrphanPolicy {
+    /// Each child becomes a root (seed 004's policy), keeping its own subtree.
+    #[default]
+    Detach,
+    /// The children take the destroyed entity's place under its parent, in order.
+    ToGrandparent,
+}
+
+/// Failure of a hierarchy or name change; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HierarchyError {
+    /// The new parent is the child itself or one of its descendants.
+    #[error("reparenting would create a cycle")]
+    Cycle,
+    /// The entity is protected: it cannot be duplicated, destroyed or reparented.
+    #[error("entity is protected")]
+    Protected,
+    /// The name does not fit the arena (even after compaction), or is longer than 65535
+    /// bytes.
+    #[error("name of {requested} bytes does not fit: {free} of {budget} bytes free")]
+    NameBudget {
+        /// Bytes the name needs with its record header.
+        requested: usize,
+        /// Bytes free after compaction.
+        free: usize,
+        /// The arena's fixed size.
+        budget: usize,
+    },
+    /// The index is beyond the parent's children.
+    #[error("child index {index} out of range ({len} children)")]
+    ChildIndex {
+        /// Requested position.
+        index: usize,
+        /// Number of children.
+        len: usize,
+    },
+    /// The entity is not a child of that parent.
+    #[error("not a child of that parent")]
+    NotAChild,
+    /// Only a root can be protected.
+    #[error("only a root can be protected")]
+    NotRoot,
+}
+
+const NAME_HEADER: usize = 6;
+const PROTECTED: u32 = 1 << 31;
+
+/// Links of one slot; `0` means none, otherwise `slot + 1`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Node {
+    parent: u32,
+    parent_generation: u32,
+    first: u32,
+    last: u32,
+    next: u32,
+    prev: u32,
+    /// Offset of the name's bytes in the arena (after its header); meaningful when
+    /// `name_len & !PROTECTED != 0`.
+    name_at: u32,
+    /// Name length in the low 16 bits, [`PROTECTED`] in the top bit.
+    name_len: u32,
+}
+
+impl Node {
+    fn len(&self) -> usize {
+        (self.name_len & 0xffff) as usize
+    }
+}
+
+#[inline(always)]
+fn link(slot: u32) -> u32 {
+    slot + 1
+}
+
+#[inline(always)]
+fn unlink(l: u32) -> Option<u32> {
+    l.checked_sub(1)
+}
+
+/// Names and links of every slot of one registry (module docs).
+pub struct Hierarchy<A: Allocator + Clone = Global> {
+    nodes: Vec<Node, A>,
+    names: Vec<u8, A>,
+    /// Append position in the arena.
+    used: usize,
+    /// Bytes of live records (headers included).
+    live: usize,
+    /// Entities with a parent.
+    linked: usize,
+}
+
+impl<A: Allocator + Clone> core::fmt::Debug for Hierarchy<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Hierarchy")
+            .field("slots", &self.nodes.len())
+            .field("name_budget", &self.names.len())
+            .field("name_bytes_live", &self.live)
+            .field("linked", &self.linked)
+            .finish()
+    }
+}
+
+impl<A: Allocator + Clone> Hierarchy<A> {
+    /// Nodes for `slots` slots and a name arena of `name_bytes` bytes.
+    ///
+    /// # Errors
+    /// [`InitError::Allocation`].
+    pub(crate) fn try_new_in(slots: usize, name_bytes: usize, alloc: A) -> Result<Self, InitError> {
+        Ok(Self {
+            nodes: filled(slots, Node::default(), alloc.clone())?,
+            names: filled(name_bytes, 0, alloc)?,
+            used: 0,
+            live: 0,
+            linked: 0,
+        })
+    }
+
+    /// Slots covered (0 when disabled).
+    pub(crate) fn slots(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The name arena's fixed size in bytes.
+    pub fn name_budget(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Bytes of the arena held by live names (with their 6-byte headers).
+    pub fn name_bytes_live(&self) -> usize {
+        self.live
+    }
+
+    /// Bytes of fixed storage.
+    pub fn footprint_bytes(&self) -> usize {
+        self.nodes.len() * core::mem::size_of::<Node>() + self.names.len()
+    }
+
+    fn node(&self, slot: u32) -> Option<&Node> {
+        self.nodes.get(slot as usize)
+    }
+
+    /// The name of the (caller-validated) slot, or `""`.
+    pub(crate) fn name(&self, slot: u32) -> &str {
+        match self.node(slot) {
+            Some(n) if n.len() > 0 => {
+                let at = n.name_at as usize;
+                core::str::from_utf8(&self.names[at..at + n.len()]).unwrap_or("")
+            }
+            _ => "",
+        }
+    }
+
+    /// The parent link of a slot: its slot and generation.
+    pub(crate) fn parent(&self, slot: u32) -> Option<(u32, u32)> {
+        let n = self.node(slot)?;
+        unlink(n.parent).map(|p| (p, n.parent_generation))
+    }
+
+    pub(crate) fn is_protected(&self, slot: u32) -> bool {
+        self.node(slot).is_some_and(|n| n.name_len & PROTECTED != 0)
+    }
+
+    pub(crate) fn has_links(&self, slot: u32) -> bool {
+        self.node(slot)
+            .is_some_and(|n| n.parent != 0 || n.first != 0 || n.name_len != 0)
+    }
+
+    /// Children of a slot, in order.
+    pub(crate) fn children(&self, slot: u32) -> Children<'_, A> {
+        Children {
+            hierarchy: self,
+            next: self.node(slot).map_or(0, |n| n.first),
+        }
+    }
+
+    pub(crate) fn first_child(&self, slot: u32) -> Option<u32> {
+        self.node(slot).and_then(|n| unlink(n.first))
+    }
+
+    pub(crate) fn next_sibling(&self, slot: u32) -> Option<u32> {
+        self.node(slot).and_then(|n| unlink(n.next))
+    }
+
+    /// Whether `ancestor` is `slot` or one of its ancestors (walks at most `slots` links).
+    pub(crate) fn is_ancestor_or_self(&self, ancestor: u32, slot: u32) -> bool {
+        let mut s = Some(slot);
+        for _ in 0..=self.nodes.len() {
+            match s {
+                Some(x) if x == ancestor => return true,
+                Some(x) => s = self.parent(x).map(|(p, _)| p),
+                None => return false,
+            }
+        }
+        false
+    }
+
+    pub(crate) fn set_protected(&mut self, slot: u32, on: bool) -> Result<(), HierarchyError> {
+        let n = &mut self.nodes[slot as usize];
+        if on && n.parent != 0 {
+            return Err(HierarchyError::NotRoot);
+        }
+        if on {
+            n.name_len |= PROTECTED;
+        } else {
+            n.name_len &= !PROTECTED;
+        }
+        Ok(())
+    }
+
+    /// Unlinks `slot` from its parent's child list (no-op for a root).
+    fn cut(&mut self, slot: u32) {
+        let n = self.nodes[slot as usize];
+        let Some(p) = unlink(n.parent) else { return };
+        match unlink(n.prev) {
+            Some(prev) => self.nodes[prev as usize].next = n.next,
+            None => self.nodes[p as usize].first = n.next,
+        }
+        match unlink(n.next) {
+            Some(next) => self.nodes[next as usize].prev = n.prev,
+            None => self.nodes[p as usize].last = n.prev,
+        }
+        let n = &mut self.nodes[slot as usize];
+        n.parent = 0;
+        n.parent_generation = 0;
+        n.prev = 0;
+        n.next = 0;
+        self.linked -= 1;
+    }
+
+    /// Links a root `slot` under `parent`, before `before` (a child of `parent`) or last.
+    fn splice(&mut self, slot: u32, parent: EntityId, before: Option<u32>) {
+        let p = parent.slot();
+        let prev = match before {
+            Some(b) => self.nodes[b as usize].prev,
+            None => self.nodes[p as usize].last,
+        };
+        let next = before.map_or(0, link);
+        {
+            let n = &mut self.nodes[slot as usize];
+            n.parent = link(p);
+            n.parent_generation = parent.generation();
+            n.prev = prev;
+            n.next = next;
+        }
+        match unlink(prev) {
+            Some(x) => self.nodes[x as usize].next = link(slot),
+            None => self.nodes[p as usize].first = link(slot),
+        }
+        match before {
+            Some(b) => self.nodes[b as usize].prev = link(slot),
+            None => self.nodes[p as usize].last = link(slot),
+        }
+        self.linked += 1;
+    }
+
+    /// Moves `slot` under `parent` (appended last) or to the root; the caller checked
+    /// liveness, protection and cycles.
+    pub(crate) fn set_parent(&mut self, slot: u32, parent: Option<EntityId>) {
+        self.cut(slot);
+        if let Some(p) = parent {
+            self.splice(slot, p, None);
+        }
+    }
+
+    /// Moves the child `slot` of its parent to position `index` among its siblings.
+    pub(crate) fn move_child(&mut self, slot: u32, index: usize) -> Result<(), HierarchyError> {
+        let (p, pg) = self.parent(slot).ok_or(HierarchyError::NotAChild)?;
+        let len = self.children(p).count();
+        if index >= len {
+            return Err(HierarchyError::ChildIndex { index, len });
+        }
+        self.cut(slot);
+        let before = self.children(p).nth(index);
+        self.splice(slot, EntityId::from_raw_parts(0, p, pg), before);
+        Ok(())
+    }
+
+    /// Detaches a slot whose entity is being destroyed: unlinks it, reparents its children
+    /// by `policy` (`parent_entity` is its parent's handle, when it has one), drops its name
+    /// and protection. `own` is the destroyed entity (children of it become children of its
+    /// parent under [`OrphanPolicy::ToGrandparent`]).
+    pub(crate) fn detach(
+        &mut self,
+        slot: u32,
+        policy: OrphanPolicy,
+        grandparent: Option<EntityId>,
+    ) {
+        if slot as usize >= self.nodes.len() {
+            return;
+        }
+        let me = self.nodes[slot as usize];
+        let place = unlink(me.next);
+        let grandparent = match policy {
+            OrphanPolicy::Detach => None,
+            OrphanPolicy::ToGrandparent => grandparent,
+        };
+        // Unlink `slot` first so its children can take its place.
+        self.cut(slot);
+        while let Some(c) = unlink(self.nodes[slot as usize].first) {
+            self.cut(c);
+            if let Some(g) = grandparent {
+                self.splice(c, g, place);
+            }
+        }
+        self.drop_name(slot);
+        self.nodes[slot as usize] = Node::default();
+    }
+
+    fn drop_name(&mut self, slot: u32) {
+        let n = &mut self.nodes[slot as usize];
+        let len = n.len();
+        if len > 0 {
+            self.live -= NAME_HEADER + len;
+            n.name_len &= PROTECTED;
+            n.name_at = 0;
+        }
+    }
+
+    /// Whether a name of `len` bytes replacing `slot`'s fits (after a compaction).
+    pub(crate) fn name_fits(&self, slot: u32, len: usize) -> Result<(), HierarchyError> {
+        let old = self.node(slot).map_or(0, |n| match n.len() {
+            0 => 0,
+            l => NAME_HEADER + l,
+        });
+        let need = if len == 0 { 0 } else { NAME_HEADER + len };
+        let free = self.names.len() - (self.live - old);
+        if len > 0xffff || need > free {
+            return Err(HierarchyError::NameBudget {
+                requested: need,
+                free,
+                budget: self.names.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Bytes a set of names needs (for all-or-nothing batch checks).
+    pub(crate) fn name_cost(len: usize) -> usize {
+        if len == 0 {
+            0
+        } else {
+            NAME_HEADER + len
+        }
+    }
+
+    /// Bytes free for new names after a compaction.
+    pub(crate) fn name_free(&self) -> usize {
+        self.names.len() - self.live
+    }
+
+    /// Sets (or with `""` clears) the name of a caller-validated slot.
+    pub(crate) fn set_name(&mut self, slot: u32, name: &str) -> Result<(), HierarchyError> {
+        self.name_fits(slot, name.len())?;
+        self.drop_name(slot);
+        if name.is_empty() {
+            return Ok(());
+        }
+        let need = NAME_HEADER + name.len();
+        if self.used + need > self.names.len() {
+            self.compact();
+        }
+        let at = self.used;
+        self.names[at..at + 4].copy_from_slice(&slot.to_le_bytes());
+        self.names[at + 4..at + 6].copy_from_slice(&(name.len() as u16).to_le_bytes());
+        self.names[at + 6..at + need].copy_from_slice(name.as_bytes());
+        self.used += need;
+        self.live += need;
+        let n = &mut self.nodes[slot as usize];
+        n.name_at = (at + NAME_HEADER) as u32;
+        n.name_len = (n.name_len & PROTECTED) | name.len() as u32;
+        Ok(())
+    }
+
+    /// Gives `to` a copy of `from`'s name (the caller checked the budget).
+    pub(crate) fn copy_name(&mut self, from: u32, to: u32) {
+        let len = self.nodes[from as usize].len();
+        if len == 0 || from == to {
+            return;
+        }
+        self.drop_name(to);
+        let need = NAME_HEADER + len;
+        if self.used + need > self.names.len() {
+            self.compact();
+        }
+        if self.used + need > self.names.len() {
+            return;
+        }
+        let src = self.nodes[from as usize].name_at as usize;
+        let at = self.used;
+        self.names[at..at + 4].copy_from_slice(&to.to_le_bytes());
+        self.names[at + 4..at + 6].copy_from_slice(&(len as u16).to_le_bytes());
+        self.names.copy_within(src..src + len, at + NAME_HEADER);
+        self.used += need;
+        self.live += need;
+        let n = &mut self.nodes[to as usize];
+        n.name_at = (at + NAME_HEADER) as u32;
+        n.name_len = (n.name_len & PROTECTED) | len as u32;
+    }
+
+    /// Moves every live record to the front of the arena, in order.
+    fn compact(&mut self) {
+        let (mut read, mut write) = (0, 0);
+        while read < self.used {
+            let slot = u32::from_le_bytes(self.names[read..read + 4].try_into().unwrap_or([0; 4]));
+            let len =
+                u16::from_le_bytes(self.names[read + 4..read + 6].try_into().unwrap_or([0; 2]))
+                    as usize;
+            let size = NAME_HEADER + len;
+            let alive = self
+                .nodes
+                .get(slot as usize)
+                .is_some_and(|n| n.len() == len && n.name_at as usize == read + NAME_HEADER);
+            if alive {
+                self.names.copy_within(read..read + size, write);
+                self.nodes[slot as usize].name_at = (write + NAME_HEADER) as u32;
+                write += size;
+            }
+            read += size;
+        }
+        self.used = write;
+        debug_assert_eq!(write, self.live);
+    }
+
+    /// Entities with a parent.
+    pub fn linked(&self) -> usize {
+        self.linked
+    }
+}
+
+/// Child slots of one parent, in order.
+pub(crate) struct Children<'h, A: Allocator + Clone> {
+    hierarchy: &'h Hierarchy<A>,
+    next: u32,
+}
+
+impl<A: Allocator + Clone> Iterator for Children<'_, A> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        let s = unlink(self.next)?;
+        self.next = self.hierarchy.nodes[s as usize].next;
+        Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(slot: u32) -> EntityId {
+        EntityId::from_raw_parts(1, slot, 1)
+    }
+
+    fn kids(h: &Hierarchy, p: u32) -> std::vec::Vec<u32> {
+        h.children(p).collect()
+    }
+
+    #[test]
+    fn links_order_and_policies() {
+        let mut h = Hierarchy::try_new_in(8, 64, Global).unwrap();
+        for c in [1, 2, 3] {
+            h.set_parent(c, Some(e(0)));
+        }
+        h.set_parent(4, Some(e(2)));
+        assert_eq!(kids(&h, 0), [1, 2, 3]);
+        h.move_child(3, 0).unwrap();
+        assert_eq!(kids(&h, 0), [3, 1, 2]);
+        assert!(h.is_ancestor_or_self(0, 4));
+        // Grandparent policy: 2's child 4 takes 2's place.
+        h.detach(2, OrphanPolicy::ToGrandparent, Some(e(0)));
+        assert_eq!(kids(&h, 0), [3, 1, 4]);
+        h.detach(0, OrphanPolicy::Detach, None);
+        assert_eq!(h.parent(3), None);
+        assert_eq!(h.linked(), 0);
+    }
+
+    #[test]
+    fn names_compact_within_budget() {
+        let mut h = Hierarchy::try_new_in(4, 32, Global).unwrap();
+        h.set_name(0, "abcdefghij").unwrap(); // 16 bytes
+        h.set_name(1, "0123456789").unwrap(); // 32
+        assert!(matches!(
+            h.set_name(2, "x"),
+            Err(HierarchyError::NameBudget { .. })
+        ));
+        h.set_name(0, "").unwrap();
+        h.set_name(2, "klmnopqrst").unwrap(); // compacts
+        assert_eq!(
+            (h.name(1), h.name(2), h.name(0)),
+            ("0123456789", "klmnopqrst", "")
+        );
+        assert_eq!(h.name_bytes_live(), 32);
+    }
+}
