@@ -712,6 +712,17 @@ pub trait DurableOps: WorldOps {
         }
     }
 
+    /// Test hook (feature `test-hooks`): fixes the binding table's hashing secret (as if it
+    /// had leaked) and drops every binding, for crafted-collision tests.
+    #[cfg(feature = "test-hooks")]
+    fn test_hook_set_binding_secret(&mut self, secret: [u64; 4]) {
+        self.durable_parts()
+            .1
+             .0
+            .bindings
+            .test_hook_set_secret(secret);
+    }
+
     /// Observability counts (O(capacity)).
     fn counts(&self) -> WorldCounts {
         let (registry, durable) = (self.registry(), self.durable_ref());
