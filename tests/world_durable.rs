@@ -742,3 +742,102 @@ fn nothing_allocates_after_init() {
         "no allocation after init"
     );
 }
+
+#[test]
+fn tickets_refuse_stale_completions() {
+    use ludus::world::StaleCompletion;
+    let mut w = level(4);
+    let e = w.spawn((Pos(1.0),)).unwrap();
+    // A valid completion.
+    let t = w.issue_ticket(e).unwrap();
+    assert_eq!(w.complete(&t), Ok(()));
+    // Stale while alive: a newer request for the same entity.
+    let old = w.issue_ticket(e).unwrap();
+    let new = w.issue_ticket(e).unwrap();
+    assert_eq!(
+        w.complete(&old),
+        Err(StaleCompletion::Superseded {
+            latest: new.request
+        })
+    );
+    assert_eq!(w.complete(&new), Ok(()));
+    // Stale while alive: the content changed.
+    let t = w.issue_ticket(e).unwrap();
+    let rev = w.touch_content(e).unwrap();
+    assert_eq!(
+        w.complete(&t),
+        Err(StaleCompletion::ContentChanged {
+            expected: rev - 1,
+            current: rev
+        })
+    );
+    // Cancelled.
+    let t = w.issue_ticket(e).unwrap();
+    w.cancel_tickets(e).unwrap();
+    assert!(matches!(
+        w.complete(&t),
+        Err(StaleCompletion::Superseded { .. })
+    ));
+    // Destroyed and recreated in the same slot, with the same durable key: refused.
+    w.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+    let t = w.issue_ticket(e).unwrap();
+    w.destroy(e).unwrap();
+    let again = w.spawn((Pos(2.0),)).unwrap();
+    assert_eq!(again.slot(), e.slot());
+    w.activate(&[Activation::new(again, key(1, 1))]).unwrap();
+    assert_eq!(w.complete(&t), Err(StaleCompletion::Destroyed));
+    let forged = ludus::world::OperationTicket { entity: again, ..t };
+    assert!(
+        w.complete(&forged).is_err(),
+        "a recreated entity's sequence moved on"
+    );
+    assert_eq!(w.counts().stale_completions, 5);
+}
+
+#[test]
+fn a_selection_keeps_keys_and_re_resolves_after_reload() {
+    use ludus::world::{Selection, SelectionError};
+    let mut w = level(8);
+    let a = w.spawn((Pos(1.0),)).unwrap();
+    let b = w.spawn((Pos(2.0),)).unwrap();
+    let transient = w.spawn((Pos(3.0),)).unwrap();
+    w.activate(&[Activation::new(a, key(1, 1)), Activation::new(b, key(1, 2))])
+        .unwrap();
+    let mut sel = Selection::capture(&w, &[a, b, transient], 7);
+    assert_eq!(
+        sel.entries().len(),
+        2,
+        "a transient entity has no durable name"
+    );
+    assert_eq!(
+        sel.revalidate(&w, 8),
+        Err(SelectionError::DocumentChanged {
+            expected: 7,
+            current: 8
+        })
+    );
+    // Unload the scope: the cached handles go stale, the keys do not resolve.
+    w.unload(key(1, 1).instance).unwrap();
+    let cached: Vec<_> = sel
+        .revalidate(&w, 7)
+        .unwrap()
+        .iter()
+        .map(|e| e.cached)
+        .collect();
+    assert_eq!(cached, [None, None]);
+    // Reload (slots reused in another order): the selection follows the keys.
+    let b2 = w.spawn((Pos(2.0),)).unwrap();
+    let a2 = w.spawn((Pos(1.0),)).unwrap();
+    w.activate(&[
+        Activation::new(a2, key(1, 1)),
+        Activation::new(b2, key(1, 2)),
+    ])
+    .unwrap();
+    let cached: Vec<_> = sel
+        .revalidate(&w, 7)
+        .unwrap()
+        .iter()
+        .map(|e| e.cached)
+        .collect();
+    assert_eq!(cached, [Some(a2), Some(b2)]);
+}

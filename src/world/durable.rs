@@ -15,6 +15,7 @@ use bytemuck::Pod;
 use super::binding::WorldBindingTable;
 use super::fixed::filled;
 use super::hierarchy::{Hierarchy, OrphanPolicy};
+use super::ticket::TicketState;
 use super::{EntityId, EntityRegistry, InitError, ReadOnly};
 use crate::identity::OwnerToken;
 
@@ -79,6 +80,8 @@ pub struct Durable<A: Allocator + Clone = Global> {
     pub(crate) remap: Vec<u64, A>,
     pub(crate) epoch: u32,
     pub(crate) counters: DurableCounters,
+    /// Per slot: ticket request sequence and content revision (monotone across incarnations).
+    pub(crate) tickets: Vec<TicketState, A>,
 }
 
 impl<A: Allocator + Clone> core::fmt::Debug for Durable<A> {
@@ -113,9 +116,10 @@ impl<A: Allocator + Clone> Durable<A> {
                 alloc.clone(),
             )?,
             policy: c.orphans,
-            remap: filled(slots, 0, alloc)?,
+            remap: filled(slots, 0, alloc.clone())?,
             epoch: 0,
             counters: DurableCounters::default(),
+            tickets: filled(slots, TicketState::default(), alloc)?,
         })
     }
 
@@ -176,6 +180,7 @@ impl<A: Allocator + Clone> Durable<A> {
         self.bindings.footprint_bytes()
             + self.hierarchy.footprint_bytes()
             + self.remap.len() * core::mem::size_of::<u64>()
+            + self.tickets.len() * core::mem::size_of::<TicketState>()
     }
 
     /// Whether `entity`'s slot is protected (a destroy must be refused).
@@ -185,7 +190,8 @@ impl<A: Allocator + Clone> Durable<A> {
     }
 
     /// The destroy hook: detaches `entity` (alive, checked by the caller) before its slot is
-    /// released — binding removed, children reparented by policy, name dropped.
+    /// released — binding removed, children reparented by policy, name dropped, tickets
+    /// superseded.
     #[inline(always)]
     pub(crate) fn detach<B: Allocator + Clone>(
         &mut self,
@@ -196,6 +202,8 @@ impl<A: Allocator + Clone> Durable<A> {
             return;
         }
         let slot = entity.slot();
+        // Every ticket of the slot is superseded (even one re-pointed at a later incarnation).
+        self.tickets[slot as usize].request += 1;
         if self.bindings.may_bind(slot) {
             self.bindings.detach(entity);
         }

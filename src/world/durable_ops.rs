@@ -16,6 +16,7 @@ use super::ops::insert;
 use super::roster::{
     ComponentList, PoolsMutList, PoolsRefList, RefList, RefVisitor, Roster, TypeVisitor,
 };
+use super::ticket::{OperationTicket, StaleCompletion};
 use super::{Durable, EntityId, EntityRefs, EntityRegistry, WorldError, WorldOps};
 use crate::identity::{
     EntropySource, InstanceId, MintError, PersistentObjectKey, SourceObjectId, MINT_ATTEMPTS,
@@ -710,6 +711,78 @@ pub trait DurableOps: WorldOps {
             scan: 0,
             next: None,
         }
+    }
+
+    /// Issues a ticket for an asynchronous operation on `entity`: a new request sequence
+    /// (superseding earlier tickets of the slot) and its current content revision.
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`], `World(Rejected)`.
+    fn issue_ticket(&mut self, entity: EntityId) -> Result<OperationTicket, DurableError> {
+        let (registry, durable) = enabled_mut(self)?;
+        registry.check_alive(entity)?;
+        let t = &mut durable.tickets[entity.slot() as usize];
+        t.request += 1;
+        Ok(OperationTicket {
+            entity,
+            request: t.request,
+            content_revision: t.content,
+        })
+    }
+
+    /// Cancels every outstanding ticket of `entity` (their completions are refused).
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`], `World(Rejected)`.
+    fn cancel_tickets(&mut self, entity: EntityId) -> Result<(), DurableError> {
+        let (registry, durable) = enabled_mut(self)?;
+        registry.check_alive(entity)?;
+        durable.tickets[entity.slot() as usize].request += 1;
+        Ok(())
+    }
+
+    /// Records that `entity`'s content changed (tickets issued before are refused); returns
+    /// the new content revision.
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`], `World(Rejected)`.
+    fn touch_content(&mut self, entity: EntityId) -> Result<u64, DurableError> {
+        let (registry, durable) = enabled_mut(self)?;
+        registry.check_alive(entity)?;
+        let t = &mut durable.tickets[entity.slot() as usize];
+        t.content += 1;
+        Ok(t.content)
+    }
+
+    /// Validates a completion before its result is published: the entity is the same live
+    /// incarnation, no newer request was issued for it, its content revision is unchanged.
+    /// A refusal is counted (`stale_completions`).
+    ///
+    /// # Errors
+    /// [`StaleCompletion`].
+    fn complete(&mut self, ticket: &OperationTicket) -> Result<(), StaleCompletion> {
+        let Ok((registry, durable)) = enabled_mut(self) else {
+            return Err(StaleCompletion::Disabled);
+        };
+        let verdict = if !registry.is_alive(ticket.entity) {
+            Err(StaleCompletion::Destroyed)
+        } else {
+            let t = durable.tickets[ticket.entity.slot() as usize];
+            if t.request != ticket.request {
+                Err(StaleCompletion::Superseded { latest: t.request })
+            } else if t.content != ticket.content_revision {
+                Err(StaleCompletion::ContentChanged {
+                    expected: ticket.content_revision,
+                    current: t.content,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        if verdict.is_err() {
+            durable.counters.stale_completions += 1;
+        }
+        verdict
     }
 
     /// Test hook (feature `test-hooks`): fixes the binding table's hashing secret (as if it

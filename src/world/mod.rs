@@ -98,6 +98,7 @@ mod read_only;
 mod registry;
 mod roster;
 mod spawn;
+mod ticket;
 
 pub use access::{GroupQuery, PoolAccess, PoolQuery};
 pub use binding::{
@@ -122,6 +123,7 @@ pub use roster::{
     MAX_GROUP_MEMBERS,
 };
 pub use spawn::Bundle;
+pub use ticket::{OperationTicket, Selection, SelectionEntry, SelectionError, StaleCompletion};
 
 /// Tag of entity handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
