@@ -1,14 +1,16 @@
 //! The runnable tour of ludus (the README's main job).
 //!
-//! Walks through durable ids, runtime handles, allocation domains, the scratch arena and a small
-//! world with systems and a command-buffer commit, printing what happens and how long it took.
+//! Walks through durable ids, runtime handles, allocation domains, the scratch arena, a small
+//! world with systems and a command-buffer commit, and durable identity in a level (bind,
+//! resolve, unload, reload, duplicate), printing what happens and how long it took.
 //! The timings are illustrations; the measured claims live in `perf-results/`.
 
 use std::time::Instant;
 
 use bytemuck::{Pod, Zeroable};
 use ludus::identity::{
-    format_uuid, AssetId, BatchedMinter, OsEntropy, SourceObjectId, UuidPolicy, UUID_TEXT_LEN,
+    format_uuid, AssetId, BatchedMinter, InstanceId, OsEntropy, PersistentObjectKey,
+    SourceObjectId, UuidPolicy, UUID_TEXT_LEN,
 };
 use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
 use ludus::prelude::*;
@@ -30,6 +32,105 @@ struct Velocity {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 #[repr(C)]
 struct Health(i32);
+
+/// A component that names another entity: duplication rewrites it inside the selection.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+struct Follow {
+    target: EntityId,
+}
+
+impl EntityRefs for Follow {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.target);
+    }
+}
+
+ludus::world! {
+    /// A level with durable identity: positions and follow links.
+    struct Level {
+        /// Where each object is.
+        pub position: Position,
+        /// Which entity it follows.
+        pub follow: Follow,
+    }
+    entity_refs { Follow }
+}
+
+/// Section 6: mint, bind, resolve, unload, reload, duplicate.
+fn durable_identity() -> Result<(), Box<dyn std::error::Error>> {
+    let mut level = Level::try_new_durable(1024, DurableConfig::default())?;
+    level.begin_structural();
+    let scope = InstanceId::mint(&mut OsEntropy)?; // this placement of the level
+    let keys: Vec<PersistentObjectKey> = (0..3)
+        .map(|_| SourceObjectId::mint(&mut OsEntropy).map(|o| PersistentObjectKey::new(scope, o)))
+        .collect::<Result<_, _>>()?;
+    let spawn = |level: &mut Level| -> Result<Vec<EntityId>, WorldError> {
+        let leader = level.spawn((Position { x: 0.0, y: 0.0 },))?;
+        let scout = level.spawn((Position { x: 1.0, y: 0.0 }, Follow { target: leader }))?;
+        let camp = level.spawn((Position { x: 5.0, y: 5.0 },))?;
+        Ok(vec![leader, scout, camp])
+    };
+    let es = spawn(&mut level)?;
+    let batch: Vec<Activation> = es
+        .iter()
+        .zip(&keys)
+        .map(|(e, k)| Activation::new(*e, *k))
+        .collect();
+    level.activate(&batch)?;
+    level.set_name(es[0], "leader")?;
+    level.set_name(es[1], "scout")?;
+    level.set_parent(es[1], Some(es[0]))?;
+    println!(
+        "  bound 3 keys in scope {scope}; revision {}",
+        level.binding_revision()
+    );
+    for row in level.outliner() {
+        let key = row.key.map(|k| k.object.to_string()).unwrap_or_default();
+        println!(
+            "    {:indent$}{:<8} {:?} {key}",
+            "",
+            if row.name.is_empty() { "-" } else { row.name },
+            row.entity,
+            indent = 2 * row.depth as usize
+        );
+    }
+    println!("  resolve(scout key) = {:?}", level.resolve(&keys[1]));
+    let (before, seen) = (level.resolve(&keys[1]), level.binding_revision());
+    level.unload(scope)?;
+    println!(
+        "  after unload: {:?} (revision {} -> {})",
+        level.resolve(&keys[1]),
+        seen,
+        level.binding_revision()
+    );
+    let fresh = spawn(&mut level)?;
+    let batch: Vec<Activation> = fresh
+        .iter()
+        .zip(&keys)
+        .map(|(e, k)| Activation::new(*e, *k))
+        .collect();
+    level.activate(&batch)?;
+    println!(
+        "  reloaded: {:?} (a fresh handle; before the unload {:?}); the old handle is {:?}",
+        level.resolve(&keys[1]),
+        before,
+        level.registry.diagnose(es[1])
+    );
+    let mut copies = [EntityId::NULL; 2];
+    level.duplicate(&fresh[..2], &mut OsEntropy, &mut copies)?;
+    println!(
+        "  duplicated leader+scout: the copy follows {:?} (the copied leader {:?}), new key {}",
+        level.get::<Follow>(copies[1]).map(|f| f.target),
+        copies[0],
+        level
+            .key_of(copies[0])
+            .map(|k| k.object.to_string())
+            .unwrap_or_default()
+    );
+    println!("  counts: {}", level.counts().to_json());
+    Ok(())
+}
 
 ludus::world! {
     /// The tour's world: three pools and one owned group.
@@ -231,10 +332,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         arena.high_water()
     );
 
+    println!("\n== 6. durable identity: mint, bind, resolve, unload, reload, duplicate");
+    durable_identity()?;
+
     drop(game);
     let end = domain.usage();
     println!(
-        "\n== 6. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
+        "\n== 7. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
         end.live_bytes, end.live_blocks, end.high_water_bytes
     );
     Ok(())
