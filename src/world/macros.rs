@@ -9,18 +9,23 @@
 /// ludus::world! {
 ///     pub struct Game { pub position: Position, pub velocity: Velocity, pub health: Health }
 ///     groups { moving(position: Position, velocity: Velocity) }
+///     entity_refs { Target }   // optional: components with EntityId fields (EntityRefs)
 /// }
 /// ```
 ///
-/// The struct `Game<A = Global>` gets a read-only field `registry` and one pool field per
-/// component (with the visibility you write); it implements [`Roster`](crate::world::Roster)
+/// The struct `Game<A = Global>` gets read-only fields `registry` and `durable` (the binding
+/// table, names and hierarchy: `docs/durable.md`) and one pool field per component (with the
+/// visibility you write); it implements [`Roster`](crate::world::Roster)
 /// and [`Stores<T>`](crate::world::Stores) for each component type. Every operation is a
 /// method of [`WorldOps`](crate::world::WorldOps) (bring it into scope with
 /// `use ludus::prelude::*`): `create`, `create_batch`, `spawn`, `spawn_batch`, `destroy`,
 /// `insert`, `remove`, `insert_batch`, `remove_batch`, `get`, `get_mut`, `contains`, `pool`,
 /// `pool_mut`, `pools_mut`, `split_mut`, `group_mut`, `commit`, `begin_structural`,
-/// `end_structural`, `clear_pending`. The macro adds two constructors, `try_new(capacity)` and
-/// `try_new_in(capacity, alloc)` (all memory at init; a failed init consumes no owner token),
+/// `end_structural`, `clear_pending`; the durable-identity operations are methods of
+/// [`DurableOps`](crate::world::DurableOps). The macro adds four constructors, `try_new(capacity)`,
+/// `try_new_in(capacity, alloc)`, and with durable tables `try_new_durable(capacity, config)` and
+/// `try_new_durable_in(capacity, config, alloc)` (all memory at init; a failed init consumes no
+/// owner token),
 /// and one method per group, `moving()`, returning `(Owners, &mut [Position], &mut
 /// [Velocity])`: the packed prefix of the members' dense arrays, in the same order.
 ///
