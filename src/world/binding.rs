@@ -513,7 +513,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             Probe::Found(i) => {
                 let slot = self.buckets[i].slot as usize;
                 self.remove_bucket(i);
-                self.reverse[slot] = UNBOUND;
+                // The reverse entry is this key's (a slot's entry names the key it binds).
+                if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
+                    *r = UNBOUND;
+                }
                 self.len -= 1;
                 true
             }
@@ -809,6 +812,20 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
     }
 
+    /// As [`try_resolve_with`](Self::try_resolve_with), dropping a stale binding of `key`
+    /// (its entity released without a detach: only a standalone table, used without a world,
+    /// can hold one) before reporting it `Missing`.
+    pub fn try_resolve_mut<B: Allocator + Clone, C: ResidencyCatalog + ?Sized>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+        kind: Option<BindingKind>,
+        catalog: &C,
+    ) -> Resolution {
+        self.prune(registry, key);
+        self.try_resolve_with(registry, key, kind, catalog)
+    }
+
     /// Drops `key`'s binding when its entity is no longer alive in `registry`; true when one
     /// was dropped (the revision advances).
     pub fn prune<B: Allocator + Clone>(
@@ -917,7 +934,15 @@ mod tests {
         assert_eq!(again.slot(), es[1].slot());
         assert_eq!(t.try_resolve(&reg, &batch[1].key), Resolution::Missing);
         assert_eq!(t.key_of(again), None);
-        assert!(t.prune(&reg, &batch[1].key));
+        assert!(t.contains_key(&batch[1].key), "stale, not yet dropped");
+        let rev = t.binding_revision();
+        assert_eq!(
+            t.try_resolve_mut(&reg, &batch[1].key, None, &NoCatalog),
+            Resolution::Missing
+        );
+        assert!(!t.contains_key(&batch[1].key), "dropped");
+        assert_eq!(t.binding_revision(), rev + 1);
+        assert!(!t.prune(&reg, &batch[1].key));
         assert!(t.check_consistent());
     }
 

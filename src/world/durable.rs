@@ -183,6 +183,17 @@ impl<A: Allocator + Clone> Durable<A> {
             + self.tickets.len() * core::mem::size_of::<TicketState>()
     }
 
+    /// The live parent handle of `slot`'s node, if any (never a stale handle).
+    pub(crate) fn parent_handle<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        slot: u32,
+    ) -> Option<EntityId> {
+        let (s, g) = self.hierarchy.parent(slot)?;
+        let p = EntityId::from_raw_parts(registry.owner(), s, g);
+        registry.is_alive(p).then_some(p)
+    }
+
     /// Whether `entity`'s slot is protected (a destroy must be refused).
     #[inline(always)]
     pub(crate) fn is_protected(&self, entity: EntityId) -> bool {

@@ -1,0 +1,239 @@
+//! Runtime duplication (seed 000 stage 4, seed 004): one graph transaction over a world.
+
+use allocator_api2::alloc::Allocator;
+use bytemuck::Pod;
+
+use super::binding::ActivationError;
+use super::durable_ops::{enabled_mut, DurableError};
+use super::hierarchy::{Hierarchy, HierarchyError};
+use super::ops::insert;
+use super::roster::{
+    ComponentList, PoolsMutList, PoolsRefList, RefList, RefVisitor, Roster, TypeVisitor,
+};
+use super::{Durable, EntityId, EntityRefs, WorldError, WorldOps};
+use crate::identity::{
+    EntropySource, InstanceId, MintError, PersistentObjectKey, SourceObjectId, MINT_ATTEMPTS,
+};
+
+/// Counts the components of the selection (revision budget of a duplicate).
+struct CountComponents<'w, W: Roster> {
+    world: &'w W,
+    selection: &'w [EntityId],
+    n: u64,
+}
+
+impl<W: Roster> TypeVisitor for CountComponents<'_, W> {
+    fn visit<T: Pod>(&mut self) {
+        if let Some(pool) = self.world.parts_ref().1.get::<T>() {
+            self.n += self.selection.iter().filter(|e| pool.contains(**e)).count() as u64;
+        }
+    }
+}
+
+/// Copies every component of each selected entity to its copy.
+struct CopyComponents<'w, W: Roster> {
+    world: &'w mut W,
+    selection: &'w [EntityId],
+    copies: &'w [EntityId],
+    result: Result<(), WorldError>,
+}
+
+impl<W: Roster> TypeVisitor for CopyComponents<'_, W> {
+    fn visit<T: Pod>(&mut self) {
+        for (src, dst) in self.selection.iter().zip(self.copies) {
+            let value = self
+                .world
+                .parts_ref()
+                .1
+                .get::<T>()
+                .and_then(|p| p.get(*src).copied());
+            if let Some(v) = value {
+                if let Err(e) = insert::<W, T>(self.world, *dst, v) {
+                    self.result = Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Rewrites the copies' entity-typed fields whose target is in the selection.
+struct RewriteRefs<'w, W: Roster> {
+    world: &'w mut W,
+    selection: &'w [EntityId],
+    copies: &'w [EntityId],
+}
+
+impl<W: Roster> RefVisitor for RewriteRefs<'_, W> {
+    fn visit<T: EntityRefs>(&mut self) {
+        let (_, durable, mut pools) = self.world.durable_parts();
+        let Some(pool) = pools.get::<T>() else { return };
+        for dst in self.copies {
+            if let Some(v) = pool.get_mut(*dst) {
+                v.visit_entities(&mut |r: &mut EntityId| {
+                    if let Some(i) = durable.0.selected(*r, self.selection) {
+                        *r = self.copies[i];
+                    }
+                });
+            }
+        }
+    }
+}
+
+impl<A: Allocator + Clone> Durable<A> {
+    /// Position of `e` in the selection being duplicated (tagged in `remap` this epoch).
+    fn selected(&self, e: EntityId, selection: &[EntityId]) -> Option<usize> {
+        if e.owner() != self.owner() {
+            return None;
+        }
+        let tag = *self.remap.get(e.slot() as usize)?;
+        let i = (tag as u32).checked_sub(1)? as usize;
+        ((tag >> 32) as u32 == self.epoch && selection.get(i) == Some(&e)).then_some(i)
+    }
+
+    /// Starts a new selection epoch (so no tag of an earlier one matches).
+    fn next_epoch(&mut self) {
+        if self.epoch == u32::MAX {
+            self.remap.iter_mut().for_each(|t| *t = 0);
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+    }
+}
+
+/// [`DurableOps::duplicate`](super::DurableOps::duplicate).
+pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
+    world: &mut W,
+    selection: &[EntityId],
+    entropy: &mut S,
+    out: &mut [EntityId],
+) -> Result<(), DurableError> {
+    if selection.len() != out.len() {
+        return Err(DurableError::LengthMismatch {
+            selection: selection.len(),
+            out: out.len(),
+        });
+    }
+    let (registry, durable) = enabled_mut(world)?;
+    registry.check_phase()?;
+    durable.next_epoch();
+    let (mut bound, mut name_bytes) = (0usize, 0usize);
+    for (i, &e) in selection.iter().enumerate() {
+        if !registry.is_active(e) {
+            return Err(WorldError::Rejected(
+                registry
+                    .diagnose(e)
+                    .err()
+                    .unwrap_or(super::Rejection::Stale),
+            )
+            .into());
+        }
+        if durable.is_protected(e) {
+            return Err(WorldError::Protected.into());
+        }
+        if durable.selected(e, selection).is_some() {
+            return Err(DurableError::DuplicateSelection { index: i });
+        }
+        durable.remap[e.slot() as usize] = u64::from(durable.epoch) << 32 | (i as u64 + 1);
+        bound += usize::from(durable.bindings.key_of(e).is_some());
+        name_bytes += Hierarchy::<W::Alloc>::name_cost(durable.hierarchy.name(e.slot()).len());
+    }
+    let free_bindings = durable.bindings.capacity() - durable.bindings.len();
+    if bound > free_bindings {
+        return Err(ActivationError::CapacityExhausted {
+            requested: bound,
+            available: free_bindings,
+            capacity: durable.bindings.capacity(),
+        }
+        .into());
+    }
+    if name_bytes > durable.hierarchy.name_free() {
+        return Err(HierarchyError::NameBudget {
+            requested: name_bytes,
+            free: durable.hierarchy.name_free(),
+            budget: durable.hierarchy.name_budget(),
+        }
+        .into());
+    }
+    registry.check_create_budget(selection.len())?;
+    let mut count = CountComponents {
+        world: &*world,
+        selection,
+        n: 0,
+    };
+    W::Components::each(&mut count);
+    let inserts = count.n;
+    world
+        .registry()
+        .check_revisions(selection.len() as u64 + inserts)?;
+    // Mint every id before creating anything: the new keys are reserved in the forward
+    // map (so later candidates see them) and released again on any failure.
+    let (_, durable) = enabled_mut(world)?;
+    let mut reserved = 0;
+    let mut failure = None;
+    for &e in selection {
+        let Some(key) = durable.bindings.key_of(e) else {
+            continue;
+        };
+        match mint_key(&mut durable.bindings, key.instance, entropy) {
+            Ok(new) => {
+                durable.bindings.scratch_push(new);
+                reserved += 1;
+            }
+            Err(m) => {
+                failure = Some(m);
+                break;
+            }
+        }
+    }
+    if let Some(m) = failure {
+        durable.bindings.release_scratch(reserved);
+        return Err(m.into());
+    }
+    // Nothing below can fail: phase, liveness, capacity and budgets were checked.
+    let (registry, _) = enabled_mut(world)?;
+    registry.try_create_batch(out)?;
+    let mut copy = CopyComponents {
+        world: &mut *world,
+        selection,
+        copies: out,
+        result: Ok(()),
+    };
+    W::Components::each(&mut copy);
+    copy.result?;
+    W::Refs::each(&mut RewriteRefs {
+        world: &mut *world,
+        selection,
+        copies: out,
+    });
+    let (registry, durable) = enabled_mut(world)?;
+    let mut k = 0;
+    for (&src, &dst) in selection.iter().zip(out.iter()) {
+        let parent = durable
+            .parent_handle(registry, src.slot())
+            .map(|p| durable.selected(p, selection).map_or(p, |j| out[j]));
+        durable.hierarchy.set_parent(dst.slot(), parent);
+        durable.hierarchy.copy_name(src.slot(), dst.slot());
+        if let Some((_, kind)) = durable.bindings.binding_of(src) {
+            durable.bindings.publish_scratch(k, dst, kind);
+            k += 1;
+        }
+    }
+    durable.bindings.finish_scratch(k);
+    Ok(())
+}
+
+/// Mints a `SourceObjectId` whose key in `instance` is free, reserving it.
+fn mint_key<A: Allocator + Clone, S: EntropySource + ?Sized>(
+    table: &mut super::WorldBindingTable<A>,
+    instance: InstanceId,
+    entropy: &mut S,
+) -> Result<PersistentObjectKey, MintError> {
+    for _ in 0..MINT_ATTEMPTS {
+        let object = SourceObjectId::mint(entropy)?;
+        let key = PersistentObjectKey::new(instance, object);
+        if table.reserve(&key) {
+            return Ok(key);
+        }
+    }
+    Err(MintError::Conflict(crate::identity::IdentityConflict))
+}
