@@ -841,3 +841,34 @@ fn a_selection_keeps_keys_and_re_resolves_after_reload() {
         .collect();
     assert_eq!(cached, [Some(a2), Some(b2)]);
 }
+
+/// Not a component of [`Stray`].
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Elsewhere {
+    /// A link.
+    pub to: EntityId,
+}
+
+impl EntityRefs for Elsewhere {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.to);
+    }
+}
+
+ludus::world! {
+    /// A world whose entity_refs clause names a type it does not store.
+    pub struct Stray {
+        /// Positions.
+        pub pos: Pos,
+    }
+    entity_refs { Elsewhere }
+}
+
+#[test]
+fn entity_refs_must_be_components_of_the_world() {
+    assert_eq!(
+        Stray::try_new(4).map(|_| ()),
+        Err(ludus::world::InitError::UnknownRefComponent)
+    );
+}
