@@ -1,0 +1,310 @@
+//! Durable binding table (issue 10): resolve a durable key to a handle, then read a component
+//! by that handle, against three map peers on the same keys and the same world; and activating
+//! 100k keys against building a foldhash `hashbrown` map of the same pairs.
+//!
+//! Group = workload, function id = contender (`ludus` ours, the rest peers), parameter = keys.
+//!
+//! - `resolve_read/<contender>/<keys>`: one iteration is [`BATCH`] lookups from a stream of
+//!   shuffled queries, 90% hits and 10% misses; each hit reads `Hp` with `w.get::<Hp>(e)` and
+//!   sums it into a black-boxed accumulator. Successive iterations walk on along the stream
+//!   (at least 64k queries, and every key at least once at 100k and 1M), so the 1M case never
+//!   sees a cache-warm repeat of one small batch. Divide the time by [`BATCH`] for ns/lookup.
+//!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID); the peers key
+//!   by the 16-byte object UUID, as the issue specifies.
+//! - `activate_100k/<contender>`: `w.activate(&batch)` of 100k `Activation`s into a fresh
+//!   durable world (world, entities and batch built in the untimed setup) against
+//!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts (the allocation is timed,
+//!   as the issue words it) and, for reference, the same inserts into a map whose storage
+//!   was allocated and touched in the setup (`hashbrown_foldhash_preallocated`; the ludus
+//!   table is allocated at world init, in the setup).
+//!
+//! `cargo bench -p ludus-benches --bench binding -- --warm-up-time 1 --measurement-time 3`.
+
+use std::collections::HashMap as StdHashMap;
+use std::hint::black_box;
+use std::sync::OnceLock;
+
+use bytemuck::{Pod, Zeroable};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use ludus::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
+use ludus::prelude::*;
+use uuid::Uuid;
+
+type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::RandomState>;
+/// One contender of `resolve_read`: [`BATCH`] lookups from stream position `at`, summed.
+type Contender = fn(&Fixture, usize) -> u64;
+
+/// Lookups per iteration.
+const BATCH: usize = 1024;
+/// Table sizes of `resolve_read`.
+const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
+/// Keys of `activate_100k`.
+const ACTIVATE: usize = 100_000;
+
+/// A small Pod component read after each lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Hp(u32);
+
+ludus::world! {
+    /// The bench world: one component.
+    pub struct Level { hp: Hp }
+}
+
+/// splitmix64: deterministic keys and shuffles.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A random version-4 UUID.
+    fn uuid(&mut self) -> Uuid {
+        let bytes = (u128::from(self.next()) << 64 | u128::from(self.next())).to_le_bytes();
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+fn key(instance: InstanceId, object: Uuid) -> PersistentObjectKey {
+    PersistentObjectKey::new(instance, SourceObjectId::from_uuid(object).unwrap())
+}
+
+/// A durable world of `n` entities (`Hp(i)`), their handles, and `n` fresh object UUIDs.
+fn spawned(n: usize, rng: &mut Rng) -> (Level, Vec<EntityId>, Vec<Uuid>) {
+    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
+    w.begin_structural();
+    let mut ids = vec![EntityId::NULL; n];
+    let spawned = w
+        .spawn_batch_into((0..n as u32).map(|i| (Hp(i),)), &mut ids)
+        .unwrap();
+    assert_eq!(spawned, n);
+    let objects = (0..n).map(|_| rng.uuid()).collect();
+    (w, ids, objects)
+}
+
+/// One size of `resolve_read`: the world with every key bound, the query stream in both key
+/// forms, and the three peer maps of the same pairs.
+struct Fixture {
+    world: Level,
+    keys: Vec<PersistentObjectKey>,
+    uuids: Vec<Uuid>,
+    std: StdHashMap<Uuid, EntityId>,
+    fold: FoldMap,
+    sorted: Vec<(Uuid, EntityId)>,
+}
+
+fn build(n: usize) -> Fixture {
+    let mut rng = Rng(0x6c75_6475_7300_0000 ^ n as u64);
+    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+    let (mut world, ids, objects) = spawned(n, &mut rng);
+    let batch: Vec<Activation> = ids
+        .iter()
+        .zip(&objects)
+        .map(|(&e, &o)| Activation::new(e, key(instance, o)))
+        .collect();
+    world.activate(&batch).unwrap();
+    world.end_structural();
+
+    let pairs: Vec<(Uuid, EntityId)> = objects.iter().copied().zip(ids.iter().copied()).collect();
+    let std: StdHashMap<Uuid, EntityId> = pairs.iter().copied().collect();
+    let mut fold = FoldMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default());
+    fold.extend(pairs.iter().copied());
+    let mut sorted = pairs;
+    sorted.sort_unstable_by_key(|a| a.0);
+
+    // The stream: 90% hits (shuffled passes over every key), 10% misses (fresh UUIDs).
+    let len = n.max(1 << 16).div_ceil(BATCH) * BATCH;
+    let misses = len / 10;
+    let mut stream: Vec<Uuid> = Vec::with_capacity(len);
+    let mut pass = objects.clone();
+    while stream.len() < len - misses {
+        rng.shuffle(&mut pass);
+        let take = (len - misses - stream.len()).min(n);
+        stream.extend_from_slice(&pass[..take]);
+    }
+    stream.extend((0..misses).map(|_| rng.uuid()));
+    rng.shuffle(&mut stream);
+    let keys: Vec<PersistentObjectKey> = stream.iter().map(|&o| key(instance, o)).collect();
+
+    let fx = Fixture {
+        world,
+        keys,
+        uuids: stream,
+        std,
+        fold,
+        sorted,
+    };
+    // Every contender finds the same entities on the whole stream.
+    let expect: u64 = (0..len / BATCH).map(|b| fx.ludus(b * BATCH)).sum();
+    for f in [
+        Fixture::std_hashmap,
+        Fixture::hashbrown_foldhash,
+        Fixture::sorted_vec,
+    ] {
+        assert_eq!(
+            (0..len / BATCH).map(|b| f(&fx, b * BATCH)).sum::<u64>(),
+            expect
+        );
+    }
+    fx
+}
+
+impl Fixture {
+    #[inline(always)]
+    fn read(&self, e: Option<EntityId>) -> u64 {
+        e.and_then(|e| self.world.get::<Hp>(e))
+            .map_or(0, |h| u64::from(h.0))
+    }
+
+    fn ludus(&self, at: usize) -> u64 {
+        let w = &self.world;
+        black_box(&self.keys[at..at + BATCH])
+            .iter()
+            .map(|k| self.read(w.resolve(k).entity()))
+            .sum()
+    }
+
+    fn std_hashmap(&self, at: usize) -> u64 {
+        black_box(&self.uuids[at..at + BATCH])
+            .iter()
+            .map(|u| self.read(self.std.get(u).copied()))
+            .sum()
+    }
+
+    fn hashbrown_foldhash(&self, at: usize) -> u64 {
+        black_box(&self.uuids[at..at + BATCH])
+            .iter()
+            .map(|u| self.read(self.fold.get(u).copied()))
+            .sum()
+    }
+
+    fn sorted_vec(&self, at: usize) -> u64 {
+        black_box(&self.uuids[at..at + BATCH])
+            .iter()
+            .map(|u| {
+                let hit = self.sorted.binary_search_by(|(k, _)| k.cmp(u)).ok();
+                self.read(hit.map(|i| self.sorted[i].1))
+            })
+            .sum()
+    }
+}
+
+fn fixture(i: usize) -> &'static Fixture {
+    static FIXTURES: [OnceLock<Fixture>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    FIXTURES[i].get_or_init(|| build(SIZES[i]))
+}
+
+fn resolve_read(c: &mut Criterion) {
+    let mut group = c.benchmark_group("resolve_read");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    let contenders: [(&str, Contender); 4] = [
+        ("ludus", Fixture::ludus),
+        ("std_hashmap", Fixture::std_hashmap),
+        ("hashbrown_foldhash", Fixture::hashbrown_foldhash),
+        ("sorted_vec", Fixture::sorted_vec),
+    ];
+    for (i, &n) in SIZES.iter().enumerate() {
+        for (name, f) in contenders {
+            group.bench_function(BenchmarkId::new(name, n), |b| {
+                let fx = fixture(i);
+                let len = fx.keys.len();
+                let mut at = 0;
+                b.iter(|| {
+                    let sum = f(fx, at);
+                    at = (at + BATCH) % len;
+                    black_box(sum)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+fn activate_100k(c: &mut Criterion) {
+    let mut group = c.benchmark_group("activate_100k");
+    group.throughput(Throughput::Elements(ACTIVATE as u64));
+    let mut rng = Rng(0x6163_7469_7661_7465);
+    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+    let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
+    let pairs: Vec<(Uuid, EntityId)> = objects.iter().copied().zip(ids).collect();
+    let keys: Vec<PersistentObjectKey> = objects.iter().map(|&o| key(instance, o)).collect();
+    // Setup: a fresh world with its entities and the batch (handles carry the world's owner).
+    let fresh = || {
+        let mut w = Level::try_new_durable(ACTIVATE, DurableConfig::default()).unwrap();
+        w.begin_structural();
+        let mut ids = vec![EntityId::NULL; ACTIVATE];
+        w.spawn_batch_into((0..ACTIVATE as u32).map(|i| (Hp(i),)), &mut ids)
+            .unwrap();
+        let batch: Vec<Activation> = ids
+            .iter()
+            .zip(&keys)
+            .map(|(&e, &k)| Activation::new(e, k))
+            .collect();
+        (w, batch)
+    };
+    group.bench_function("ludus", |b| {
+        b.iter_batched(
+            fresh,
+            |(mut w, batch)| {
+                w.activate(black_box(&batch)).unwrap();
+                (w, batch)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("hashbrown_foldhash", |b| {
+        // Allocation and inserts timed; the drop is not (as the ludus world's).
+        b.iter_batched(
+            || (),
+            |()| {
+                let mut m = FoldMap::with_capacity_and_hasher(
+                    ACTIVATE,
+                    foldhash::fast::RandomState::default(),
+                );
+                for &(k, e) in black_box(&pairs) {
+                    m.insert(k, e);
+                }
+                m
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let mut template =
+        FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
+    template.extend(pairs.iter().copied());
+    group.bench_function("hashbrown_foldhash_preallocated", |b| {
+        b.iter_batched(
+            || {
+                let mut m = template.clone();
+                m.clear();
+                m
+            },
+            |mut m| {
+                for &(k, e) in black_box(&pairs) {
+                    m.insert(k, e);
+                }
+                m
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, resolve_read, activate_100k);
+criterion_main!(benches);

@@ -1,0 +1,178 @@
+//! iai-callgrind instruction counts of the durable binding table (issue 10): the `binding`
+//! bench's resolve + read loop at 1k and 100k keys (1M is kept out of callgrind: too slow), and
+//! activating 10k keys into a fresh durable world. Foldhash `hashbrown` peers of both (lookup
+//! loop; `with_capacity_and_hasher` + inserts) are kept alongside for reference.
+//!
+//! One lookup run is [`BATCH`] queries from a shuffled stream, 90% hits and 10% misses, each hit
+//! followed by `w.get::<Hp>(e)`; divide Ir by [`BATCH`] for instructions per lookup. The keys and
+//! the stream are deterministic; the binding table's hashing secret is drawn per table (from the
+//! standard library's keyed hasher), so probe lengths, and so the ludus counts, may move by a
+//! few instructions per lookup between runs. The peer uses a fixed foldhash seed.
+#![allow(missing_docs)] // iai-callgrind generates undocumented modules
+
+use std::hint::black_box;
+
+use bytemuck::{Pod, Zeroable};
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use ludus::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
+use ludus::prelude::*;
+use uuid::Uuid;
+
+type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::FixedState>;
+
+/// Lookups per run.
+const BATCH: usize = 1024;
+/// Keys of `activate`.
+const ACTIVATE: usize = 10_000;
+
+/// A small Pod component read after each lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Hp(u32);
+
+ludus::world! {
+    /// The bench world: one component.
+    pub struct Level { hp: Hp }
+}
+
+/// splitmix64: deterministic keys and shuffles.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn uuid(&mut self) -> Uuid {
+        let bytes = (u128::from(self.next()) << 64 | u128::from(self.next())).to_le_bytes();
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn key(instance: InstanceId, object: Uuid) -> PersistentObjectKey {
+    PersistentObjectKey::new(instance, SourceObjectId::from_uuid(object).unwrap())
+}
+
+/// A durable world of `n` entities, the activation batch of `n` fresh keys, and the pairs.
+fn unbound(n: usize, rng: &mut Rng) -> (Level, Vec<Activation>, Vec<(Uuid, EntityId)>) {
+    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
+    w.begin_structural();
+    let mut ids = vec![EntityId::NULL; n];
+    w.spawn_batch_into((0..n as u32).map(|i| (Hp(i),)), &mut ids)
+        .unwrap();
+    let pairs: Vec<(Uuid, EntityId)> = ids.iter().map(|&e| (rng.uuid(), e)).collect();
+    let batch = pairs
+        .iter()
+        .map(|&(o, e)| Activation::new(e, key(instance, o)))
+        .collect();
+    (w, batch, pairs)
+}
+
+/// A bound world of `n` keys and [`BATCH`] queries: shuffled hits, one in ten a miss.
+type Lookup = (Level, Vec<PersistentObjectKey>);
+
+fn lookup_setup(n: usize) -> Lookup {
+    let mut rng = Rng(0x6c75_6475_7300_0000 ^ n as u64);
+    let (mut w, batch, _) = unbound(n, &mut rng);
+    w.activate(&batch).unwrap();
+    w.end_structural();
+    let instance = batch[0].key.instance;
+    let queries = (0..BATCH)
+        .map(|i| {
+            if i % 10 == 9 {
+                key(instance, rng.uuid())
+            } else {
+                batch[rng.below(n)].key
+            }
+        })
+        .collect();
+    (w, queries)
+}
+
+#[library_benchmark]
+#[bench::k1000(args = (1_000), setup = lookup_setup)]
+#[bench::k100000(args = (100_000), setup = lookup_setup)]
+fn resolve_read((w, queries): Lookup) -> u64 {
+    queries
+        .iter()
+        .map(|k| {
+            w.resolve(black_box(k))
+                .entity()
+                .and_then(|e| w.get::<Hp>(e))
+                .map_or(0, |h| u64::from(h.0))
+        })
+        .sum()
+}
+
+type PeerLookup = (Level, FoldMap, Vec<Uuid>);
+
+fn peer_setup(n: usize) -> PeerLookup {
+    let (w, keys) = lookup_setup(n);
+    let mut map = FoldMap::with_capacity_and_hasher(n, foldhash::fast::FixedState::with_seed(7));
+    for (k, e) in w.durable.bindings().iter().map(|(k, e, _)| (k, e)) {
+        map.insert(k.object.as_uuid(), e);
+    }
+    let queries = keys.iter().map(|k| k.object.as_uuid()).collect();
+    (w, map, queries)
+}
+
+#[library_benchmark]
+#[bench::k1000(args = (1_000), setup = peer_setup)]
+#[bench::k100000(args = (100_000), setup = peer_setup)]
+fn resolve_read_hashbrown_foldhash((w, map, queries): PeerLookup) -> u64 {
+    queries
+        .iter()
+        .map(|u| {
+            map.get(black_box(u))
+                .and_then(|&e| w.get::<Hp>(e))
+                .map_or(0, |h| u64::from(h.0))
+        })
+        .sum()
+}
+
+type Activate = (Level, Vec<Activation>);
+
+fn activate_setup(n: usize) -> Activate {
+    let (w, batch, _) = unbound(n, &mut Rng(0x6163_7469_7661_7465));
+    (w, batch)
+}
+
+#[library_benchmark]
+#[bench::k10000(args = (ACTIVATE), setup = activate_setup)]
+fn activate((mut w, batch): Activate) -> Level {
+    w.activate(black_box(&batch)).unwrap();
+    w
+}
+
+fn pairs_setup(n: usize) -> Vec<(Uuid, EntityId)> {
+    unbound(n, &mut Rng(0x6163_7469_7661_7465)).2
+}
+
+// Reference for `activate`: `with_capacity_and_hasher` + `n` inserts (the allocation counted).
+#[library_benchmark]
+#[bench::k10000(args = (ACTIVATE), setup = pairs_setup)]
+fn activate_hashbrown_foldhash(pairs: Vec<(Uuid, EntityId)>) -> FoldMap {
+    let mut m =
+        FoldMap::with_capacity_and_hasher(pairs.len(), foldhash::fast::FixedState::with_seed(7));
+    for &(k, e) in &pairs {
+        m.insert(k, e);
+    }
+    m
+}
+
+library_benchmark_group!(
+    name = binding;
+    benchmarks = resolve_read, resolve_read_hashbrown_foldhash, activate,
+        activate_hashbrown_foldhash
+);
+
+main!(library_benchmark_groups = binding);
