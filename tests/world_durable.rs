@@ -652,7 +652,7 @@ fn a_crafted_collision_set_is_refused_at_the_probe_limit_not_quadratic() {
         .collect();
     // The secret leaked: every key has the same home bucket. The probe limit refuses the key
     // that would walk past it, and each key cost at most MAX_PROBE compares.
-    w.test_hook_set_binding_secret([0, 0, w2, 0]);
+    w.test_hook_set_binding_secret([w2, 0, 0, 0]);
     assert_eq!(
         w.activate(&batch),
         Err(DurableError::Activation(ActivationError::Candidate {

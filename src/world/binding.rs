@@ -3,16 +3,19 @@
 //! Two derived mappings, published and removed together:
 //!
 //! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated open-addressing
-//!   table with linear probing, at most half full (`buckets = next_pow2(2 × capacity)`), deleted
-//!   by backward shift (no tombstones, so probe lengths never degrade with churn). A bucket holds
-//!   the whole key, so a hit costs one cache miss and compares all 32 bytes (exact equality).
+//!   table with linear probing, at most half full (`entries = next_pow2(2 × capacity)`), deleted
+//!   by backward shift (no tombstones, so probe lengths never degrade with churn). An entry is 32
+//!   bytes, two per cache line: the object half of the key, a keyed 32-bit tag of the instance
+//!   half, the incarnation and the kind. A hit reads one line; the instance half is then compared
+//!   exactly against the slot's reverse entry, a load that depends only on the slot and so runs
+//!   in parallel with the registry's liveness check and the caller's component read.
 //! - **reverse**, per registry slot: the key and kind of the binding, validated by generation
 //!   (and the table's owner), so a recycled slot never inherits a former object's key.
 //!
-//! Keys are untrusted input (level files, saves, mods). The bucket index comes from a keyed hash
-//! (two folded 64×64→128 multiplies over the key's words, each word mixed with a per-table
-//! secret drawn from the standard library's randomly keyed hasher), and no probe walks more than
-//! [`MAX_PROBE`] buckets: a key whose probe would be longer is refused with
+//! Keys are untrusted input (level files, saves, mods). The entry index comes from a keyed hash
+//! (folded 64×64→128 multiplies over the key's words, mixed with a per-table secret drawn from
+//! the standard library's randomly keyed hasher), and no probe walks more than [`MAX_PROBE`]
+//! entries: a key whose probe would be longer is refused with
 //! [`CandidateRejection::ProbeLimit`], so even a collision set crafted against a leaked secret
 //! costs at most `MAX_PROBE` compares per key, never a quadratic activation.
 //!
@@ -211,23 +214,26 @@ impl ResidencyCatalog for NoCatalog {
     }
 }
 
-/// A key as four native words (the bytes reinterpreted, for hashing and comparing).
-type Words = [u64; 4];
+/// A key's instance half and object half as native words (the bytes reinterpreted).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Words {
+    instance: [u64; 2],
+    object: [u64; 2],
+}
 
 #[inline(always)]
 fn words(key: &PersistentObjectKey) -> Words {
-    let b: &[u8; 32] = bytemuck::cast_ref(key);
-    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-    [w(0), w(1), w(2), w(3)]
+    let w: [u64; 4] = bytemuck::pod_read_unaligned(bytemuck::bytes_of(key));
+    Words {
+        instance: [w[0], w[1]],
+        object: [w[2], w[3]],
+    }
 }
 
 #[inline(always)]
 fn key_of(w: &Words) -> PersistentObjectKey {
-    let mut b = [0u8; 32];
-    for (i, word) in w.iter().enumerate() {
-        b[i * 8..i * 8 + 8].copy_from_slice(&word.to_ne_bytes());
-    }
-    bytemuck::cast(b)
+    let all = [w.instance[0], w.instance[1], w.object[0], w.object[1]];
+    bytemuck::pod_read_unaligned(bytemuck::bytes_of(&all))
 }
 
 #[inline(always)]
@@ -243,44 +249,58 @@ fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
     Ok(())
 }
 
-/// A forward bucket: the key, the bound incarnation and its kind, and the bucket its hash
-/// chose (for backward-shift deletion). Empty when `generation == 0`.
+/// A forward entry (32 bytes, two per cache line): the object half of the key, a keyed 32-bit
+/// tag of the instance half, and the bound incarnation and kind. The entry alone determines its
+/// home bucket; the instance half is compared exactly against the slot's reverse entry (a load
+/// that depends only on the slot, issued in parallel with the registry's and the caller's).
+/// Empty when `generation == 0`; a reservation of a duplication in progress has
+/// `slot == u32::MAX`.
 #[derive(Clone, Copy, Debug)]
-struct Bucket {
-    key: Words,
+#[repr(C, align(32))]
+struct Entry {
+    object: [u64; 2],
+    tag: u32,
     slot: u32,
     generation: u32,
     kind: u32,
-    home: u32,
 }
 
-const EMPTY: Bucket = Bucket {
-    key: [0; 4],
+const EMPTY: Entry = Entry {
+    object: [0; 2],
+    tag: 0,
     slot: 0,
     generation: 0,
     kind: 0,
-    home: 0,
 };
+
+/// Two entries: one cache line.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line([Entry; 2]);
 
 /// A reverse entry: the binding of the slot's incarnation `generation` (0: none).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Reverse {
-    key: Words,
     generation: u32,
     kind: u32,
+    key: Words,
 }
 
 const UNBOUND: Reverse = Reverse {
-    key: [0; 4],
     generation: 0,
     kind: 0,
+    key: Words {
+        instance: [0; 2],
+        object: [0; 2],
+    },
 };
 
 /// Where a probe for a key ended.
 enum Probe {
-    /// The key is at this bucket.
+    /// The key is at this entry.
     Found(usize),
-    /// The key is absent; this empty bucket ends its probe sequence.
+    /// The key is absent; this empty entry ends its probe sequence.
     Vacant(usize),
     /// The probe sequence is longer than [`MAX_PROBE`].
     Limit,
@@ -304,14 +324,14 @@ pub struct BindingStats {
 pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     /// Owner token of the registry whose entities this table binds (0: unattached).
     owner: OwnerToken,
-    buckets: Vec<Bucket, A>,
-    /// `buckets.len() - 1` (a power of two minus one); 0 for a disabled table.
+    lines: Vec<Line, A>,
+    /// Entries minus one (a power of two minus one); 0 for a disabled table.
     mask: usize,
     /// One entry per registry slot.
     reverse: Vec<Reverse, A>,
     len: usize,
     capacity: usize,
-    secret: Words,
+    secret: [u64; 4],
     revision: u64,
     stats: BindingStats,
     /// Keys reserved by a duplication in progress (capacity: `capacity`).
@@ -324,7 +344,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
             .field("owner", &self.owner)
             .field("len", &self.len)
             .field("capacity", &self.capacity)
-            .field("buckets", &self.buckets.len())
+            .field("entries", &(self.lines.len() * 2))
             .field("revision", &self.revision)
             .field("stats", &self.stats)
             .finish()
@@ -333,7 +353,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
 
 /// A per-table secret from the standard library's randomly keyed hasher (the same source
 /// `HashMap` seeds from; each `RandomState` is keyed differently).
-fn fresh_secret() -> Words {
+fn fresh_secret() -> [u64; 4] {
     let mut s = [0u64; 4];
     for (i, w) in s.iter_mut().enumerate() {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -375,15 +395,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 max: MAX_BINDINGS,
             });
         }
-        let buckets = if capacity == 0 {
+        let entries = if capacity == 0 {
             0
         } else {
             (2 * capacity).next_power_of_two().max(16)
         };
         Ok(Self {
             owner,
-            buckets: filled(buckets, EMPTY, alloc.clone())?,
-            mask: buckets.saturating_sub(1),
+            lines: filled(entries / 2, Line([EMPTY; 2]), alloc.clone())?,
+            mask: entries.saturating_sub(1),
             reverse: filled(
                 if capacity == 0 { 0 } else { slots },
                 UNBOUND,
@@ -452,29 +472,59 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Bytes of fixed storage (forward buckets and reverse entries).
     pub fn footprint_bytes(&self) -> usize {
-        self.buckets.len() * core::mem::size_of::<Bucket>()
+        self.lines.len() * core::mem::size_of::<Line>()
             + self.reverse.len() * core::mem::size_of::<Reverse>()
     }
 
+    /// The keyed 32-bit tag of an instance half.
     #[inline(always)]
-    fn home(&self, w: &Words) -> usize {
+    fn tag(&self, instance: &[u64; 2]) -> u32 {
         let s = &self.secret;
-        let h = fold(w[0] ^ s[0], w[1] ^ s[1]) ^ fold(w[2] ^ s[2], w[3] ^ s[3]);
+        (fold(instance[0] ^ s[2], instance[1] ^ s[3]) >> 32) as u32
+    }
+
+    /// The home entry of an object half and instance tag.
+    #[inline(always)]
+    fn home_of(&self, object: &[u64; 2], tag: u32) -> usize {
+        let s = &self.secret;
+        let h = fold(object[0] ^ s[0], object[1] ^ s[1])
+            ^ u64::from(tag).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         (h as usize) & self.mask
     }
 
     #[inline(always)]
+    fn entry(&self, i: usize) -> &Entry {
+        &self.lines[i >> 1].0[i & 1]
+    }
+
+    #[inline(always)]
+    fn entry_mut(&mut self, i: usize) -> &mut Entry {
+        &mut self.lines[i >> 1].0[i & 1]
+    }
+
+    /// Whether `e` (tag and object equal to the key's) is the key's entry: its slot's reverse
+    /// entry holds the instance half (exact), or it is a reservation.
+    #[inline(always)]
+    fn instance_matches(&self, e: &Entry, instance: &[u64; 2]) -> bool {
+        match self.reverse.get(e.slot as usize) {
+            Some(r) => r.generation == e.generation && r.key.instance == *instance,
+            None => true,
+        }
+    }
+
+    #[inline(always)]
     fn probe(&self, w: &Words) -> Probe {
-        if self.buckets.is_empty() {
+        if self.lines.is_empty() {
             return Probe::Limit;
         }
-        let mut i = self.home(w);
+        let tag = self.tag(&w.instance);
+        let mut i = self.home_of(&w.object, tag);
         for _ in 0..MAX_PROBE {
-            let b = &self.buckets[i];
-            if b.generation == 0 {
+            let e = self.entry(i);
+            if e.generation == 0 {
                 return Probe::Vacant(i);
             }
-            if b.key == *w {
+            if e.object == w.object && e.tag == tag && self.instance_matches(e, &w.instance) {
                 return Probe::Found(i);
             }
             i = (i + 1) & self.mask;
@@ -483,36 +533,36 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     #[inline(always)]
-    fn entity_at(&self, b: &Bucket) -> EntityId {
-        EntityId::from_raw_parts(self.owner, b.slot, b.generation)
+    fn entity_at(&self, e: &Entry) -> EntityId {
+        EntityId::from_raw_parts(self.owner, e.slot, e.generation)
     }
 
-    /// Removes the bucket at `i` by backward shift: later entries of its cluster that may
+    /// Removes the entry at `i` by backward shift: later entries of its cluster that may
     /// live at `i` move down, so no tombstone is left and every probe stays as short.
-    fn remove_bucket(&mut self, mut i: usize) {
+    fn remove_entry(&mut self, mut i: usize) {
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
-            let b = self.buckets[j];
-            if b.generation == 0 {
+            let e = *self.entry(j);
+            if e.generation == 0 {
                 break;
             }
-            let home = b.home as usize;
-            // `b` may move to `i` unless its home lies cyclically in `(i, j]`.
+            let home = self.home_of(&e.object, e.tag);
+            // `e` may move to `i` unless its home lies cyclically in `(i, j]`.
             if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(i) & self.mask) {
-                self.buckets[i] = b;
+                *self.entry_mut(i) = e;
                 i = j;
             }
         }
-        self.buckets[i] = EMPTY;
+        *self.entry_mut(i) = EMPTY;
     }
 
     /// Removes the binding of `key` (forward and reverse), if any; true when one was removed.
     fn unbind_key(&mut self, w: &Words) -> bool {
         match self.probe(w) {
             Probe::Found(i) => {
-                let slot = self.buckets[i].slot as usize;
-                self.remove_bucket(i);
+                let slot = self.entry(i).slot as usize;
+                self.remove_entry(i);
                 // The reverse entry is this key's (a slot's entry names the key it binds).
                 if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
                     *r = UNBOUND;
@@ -528,7 +578,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     #[cfg(feature = "test-hooks")]
     fn clear(&mut self) {
         if self.len > 0 {
-            self.buckets.iter_mut().for_each(|b| *b = EMPTY);
+            self.lines.iter_mut().for_each(|l| *l = Line([EMPTY; 2]));
             self.reverse.iter_mut().for_each(|r| *r = UNBOUND);
             self.len = 0;
             self.revision += 1;
@@ -615,11 +665,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Probe::Vacant(i) => break i,
                 Probe::Limit => return Err(CandidateRejection::ProbeLimit),
                 Probe::Found(i) => {
-                    let existing = self.entity_at(&self.buckets[i]);
+                    let existing = self.entity_at(self.entry(i));
                     if !registry.is_alive(existing) {
                         // Stale: drop it and probe again (the shift may have moved the gap).
-                        let stale = self.buckets[i].key;
-                        self.unbind_key(&stale);
+                        self.unbind_key(&w);
                         self.stats.stale_dropped += 1;
                         continue;
                     }
@@ -630,15 +679,16 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
             }
         };
-        let home = self.home(&w);
+        let tag = self.tag(&w.instance);
+        let home = self.home_of(&w.object, tag);
         let probe_len = (vacant.wrapping_sub(home) & self.mask) as u32 + 1;
         self.stats.longest_probe = self.stats.longest_probe.max(probe_len);
-        self.buckets[vacant] = Bucket {
-            key: w,
+        *self.entry_mut(vacant) = Entry {
+            object: w.object,
+            tag,
             slot: c.entity.slot(),
             generation: c.entity.generation(),
             kind: c.kind.0,
-            home: home as u32,
         };
         self.reverse[slot] = Reverse {
             key: w,
@@ -655,13 +705,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let w = words(key);
         match self.probe(&w) {
             Probe::Vacant(i) => {
-                let home = self.home(&w) as u32;
-                self.buckets[i] = Bucket {
-                    key: w,
+                let tag = self.tag(&w.instance);
+                *self.entry_mut(i) = Entry {
+                    object: w.object,
+                    tag,
                     slot: u32::MAX,
                     generation: u32::MAX,
                     kind: 0,
-                    home,
                 };
                 true
             }
@@ -681,7 +731,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         for k in 0..n.min(self.scratch.len()) {
             let w = words(&self.scratch[k]);
             if let Probe::Found(i) = self.probe(&w) {
-                self.remove_bucket(i);
+                self.remove_entry(i);
             }
         }
         self.scratch.clear();
@@ -694,10 +744,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         };
         let w = words(key);
         if let Probe::Found(i) = self.probe(&w) {
-            let b = &mut self.buckets[i];
-            b.slot = entity.slot();
-            b.generation = entity.generation();
-            b.kind = kind.0;
+            let e = self.entry_mut(i);
+            e.slot = entity.slot();
+            e.generation = entity.generation();
+            e.kind = kind.0;
             self.reverse[entity.slot() as usize] = Reverse {
                 key: w,
                 generation: entity.generation(),
@@ -757,7 +807,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// The live binding of `key`, validated against `registry` (owner and generation); a
     /// stale one reads as absent.
-    #[inline]
+    #[inline(always)]
     pub fn lookup<B: Allocator + Clone>(
         &self,
         registry: &EntityRegistry<B>,
@@ -765,7 +815,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     ) -> Option<(EntityId, BindingKind)> {
         match self.probe(&words(key)) {
             Probe::Found(i) => {
-                let b = &self.buckets[i];
+                let b = self.entry(i);
                 let e = self.entity_at(b);
                 registry.is_alive(e).then_some((e, BindingKind(b.kind)))
             }
@@ -785,6 +835,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Resolves `key`, requiring `kind` when given, asking `catalog` about unbound keys. A
     /// stale binding reads as unbound (call [`prune`](Self::prune) to drop it).
+    #[inline(always)]
     pub fn try_resolve_with<B: Allocator + Clone, C: ResidencyCatalog + ?Sized>(
         &self,
         registry: &EntityRegistry<B>,
@@ -798,6 +849,16 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 _ => Resolution::Resolved(e),
             };
         }
+        self.resolve_miss(key, catalog)
+    }
+
+    /// The unbound half of a resolve (out of line: keeps the hit path small).
+    #[inline(never)]
+    fn resolve_miss<C: ResidencyCatalog + ?Sized>(
+        &self,
+        key: &PersistentObjectKey,
+        catalog: &C,
+    ) -> Resolution {
         // Bound keys are valid by construction: only a miss needs the key checked.
         if let Err(e) = check_key(key) {
             return Resolution::InvalidReference(InvalidReference::Key(e));
@@ -835,7 +896,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     ) -> bool {
         let w = words(key);
         if let Probe::Found(i) = self.probe(&w) {
-            if !registry.is_alive(self.entity_at(&self.buckets[i])) {
+            if !registry.is_alive(self.entity_at(self.entry(i))) {
                 self.unbind_key(&w);
                 self.stats.stale_dropped += 1;
                 self.revision += 1;
@@ -864,17 +925,19 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// Checks both maps against each other (O(buckets)); for tests.
     pub fn check_consistent(&self) -> bool {
         let mut forward = 0;
-        for (i, b) in self.buckets.iter().enumerate() {
+        for i in 0..self.lines.len() * 2 {
+            let b = *self.entry(i);
             if b.generation == 0 {
                 continue;
             }
             forward += 1;
-            let r = &self.reverse[b.slot as usize];
-            let home = self.home(&b.key);
-            let reachable = matches!(self.probe(&b.key), Probe::Found(j) if j == i);
+            let Some(r) = self.reverse.get(b.slot as usize) else {
+                return false;
+            };
+            let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
             if r.generation != b.generation
-                || r.key != b.key
-                || home != b.home as usize
+                || r.key.object != b.object
+                || self.tag(&r.key.instance) != b.tag
                 || !reachable
             {
                 return false;

@@ -94,13 +94,13 @@ pub trait DurableOps: WorldOps {
     }
 
     /// Resolves `key` to a live entity of any kind (unbound keys: `Missing`).
-    #[inline]
+    #[inline(always)]
     fn resolve(&self, key: &PersistentObjectKey) -> Resolution {
         self.resolve_with(key, None, &NoCatalog)
     }
 
     /// Resolves `key`, requiring `kind` when given, asking `catalog` about unbound keys.
-    #[inline]
+    #[inline(always)]
     fn resolve_with<C: ResidencyCatalog + ?Sized>(
         &self,
         key: &PersistentObjectKey,
