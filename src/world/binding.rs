@@ -249,34 +249,32 @@ fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
     Ok(())
 }
 
-/// A forward entry (32 bytes, two per cache line): the object half of the key, a keyed 32-bit
-/// tag of the instance half, and the bound incarnation and kind. The entry alone determines its
-/// home bucket; the instance half is compared exactly against the slot's reverse entry (a load
-/// that depends only on the slot, issued in parallel with the registry's and the caller's).
-/// Empty when `generation == 0`; a reservation of a duplication in progress has
-/// `slot == u32::MAX`.
+/// A forward entry (16 bytes, four per cache line): a keyed 64-bit hash of the whole key (its
+/// tag; odd, so 0 marks an empty entry) and the bound incarnation. The full key is compared
+/// exactly against the slot's reverse entry, a load that depends only on the slot and so runs
+/// in parallel with the registry's liveness check and the caller's component read. A
+/// reservation of a duplication in progress has `slot == u32::MAX`.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(32))]
+#[repr(C)]
 struct Entry {
-    object: [u64; 2],
-    tag: u32,
+    tag: u64,
     slot: u32,
     generation: u32,
-    kind: u32,
 }
 
 const EMPTY: Entry = Entry {
-    object: [0; 2],
     tag: 0,
     slot: 0,
     generation: 0,
-    kind: 0,
 };
 
-/// Two entries: one cache line.
+/// Four entries: one cache line, the unit of probing.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
-struct Line([Entry; 2]);
+struct Group([Entry; 4]);
+
+/// Entries per group.
+const GROUP: usize = 4;
 
 /// A reverse entry: the binding of the slot's incarnation `generation` (0: none).
 #[derive(Clone, Copy, Debug)]
@@ -324,8 +322,8 @@ pub struct BindingStats {
 pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     /// Owner token of the registry whose entities this table binds (0: unattached).
     owner: OwnerToken,
-    lines: Vec<Line, A>,
-    /// Entries minus one (a power of two minus one); 0 for a disabled table.
+    groups: Vec<Group, A>,
+    /// Groups minus one (a power of two minus one); 0 for a disabled table.
     mask: usize,
     /// One entry per registry slot.
     reverse: Vec<Reverse, A>,
@@ -344,7 +342,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
             .field("owner", &self.owner)
             .field("len", &self.len)
             .field("capacity", &self.capacity)
-            .field("entries", &(self.lines.len() * 2))
+            .field("entries", &(self.groups.len() * GROUP))
             .field("revision", &self.revision)
             .field("stats", &self.stats)
             .finish()
@@ -402,8 +400,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         };
         Ok(Self {
             owner,
-            lines: filled(entries / 2, Line([EMPTY; 2]), alloc.clone())?,
-            mask: entries.saturating_sub(1),
+            groups: filled(entries / GROUP, Group([EMPTY; GROUP]), alloc.clone())?,
+            mask: (entries / GROUP).saturating_sub(1),
             reverse: filled(
                 if capacity == 0 { 0 } else { slots },
                 UNBOUND,
@@ -472,62 +470,74 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Bytes of fixed storage (forward buckets and reverse entries).
     pub fn footprint_bytes(&self) -> usize {
-        self.lines.len() * core::mem::size_of::<Line>()
+        self.groups.len() * core::mem::size_of::<Group>()
             + self.reverse.len() * core::mem::size_of::<Reverse>()
     }
 
-    /// The keyed 32-bit tag of an instance half.
+    /// The keyed 64-bit hash of a key, odd (0 marks an empty entry): its high half picks the
+    /// home group, and the whole is the entry's tag.
     #[inline(always)]
-    fn tag(&self, instance: &[u64; 2]) -> u32 {
+    fn tag(&self, w: &Words) -> u64 {
         let s = &self.secret;
-        (fold(instance[0] ^ s[2], instance[1] ^ s[3]) >> 32) as u32
+        let object = fold(w.object[0] ^ s[0], w.object[1] ^ s[1]);
+        let instance = fold(w.instance[0] ^ s[2], w.instance[1] ^ s[3]);
+        (object ^ instance.rotate_left(32)) | 1
     }
 
-    /// The home entry of an object half and instance tag.
     #[inline(always)]
-    fn home_of(&self, object: &[u64; 2], tag: u32) -> usize {
-        let s = &self.secret;
-        let h = fold(object[0] ^ s[0], object[1] ^ s[1])
-            ^ u64::from(tag).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h as usize) & self.mask
+    fn home(&self, tag: u64) -> usize {
+        (tag >> 32) as usize & self.mask
     }
 
     #[inline(always)]
     fn entry(&self, i: usize) -> &Entry {
-        &self.lines[i >> 1].0[i & 1]
+        &self.groups[i / GROUP].0[i % GROUP]
     }
 
     #[inline(always)]
     fn entry_mut(&mut self, i: usize) -> &mut Entry {
-        &mut self.lines[i >> 1].0[i & 1]
+        &mut self.groups[i / GROUP].0[i % GROUP]
     }
 
-    /// Whether `e` (tag and object equal to the key's) is the key's entry: its slot's reverse
-    /// entry holds the instance half (exact), or it is a reservation.
+    /// Whether `e` (whose tag equals the key's) is the key's entry: its slot's reverse entry
+    /// holds the key (exact) for this incarnation, or it is a reservation.
     #[inline(always)]
-    fn instance_matches(&self, e: &Entry, instance: &[u64; 2]) -> bool {
+    fn key_matches(&self, e: &Entry, w: &Words) -> bool {
         match self.reverse.get(e.slot as usize) {
-            Some(r) => r.generation == e.generation && r.key.instance == *instance,
+            Some(r) => r.generation == e.generation && r.key == *w,
             None => true,
         }
     }
 
+    /// Looks `w` up: its entry, or the first empty entry of its probe sequence (groups from
+    /// its home, stopping at the first group with an empty entry).
     #[inline(always)]
     fn probe(&self, w: &Words) -> Probe {
-        if self.lines.is_empty() {
+        if self.groups.is_empty() {
             return Probe::Limit;
         }
-        let tag = self.tag(&w.instance);
-        let mut i = self.home_of(&w.object, tag);
-        for _ in 0..MAX_PROBE {
-            let e = self.entry(i);
-            if e.generation == 0 {
-                return Probe::Vacant(i);
+        let tag = self.tag(w);
+        let mut g = self.home(tag);
+        for _ in 0..MAX_PROBE / GROUP {
+            let group = &self.groups[g].0;
+            // One branch per group: a mask of the entries with this tag, then of the empty ones.
+            let mut hits = 0u32;
+            let mut empty = 0u32;
+            for (m, e) in group.iter().enumerate() {
+                hits |= u32::from(e.tag == tag) << m;
+                empty |= u32::from(e.tag == 0) << m;
             }
-            if e.object == w.object && e.tag == tag && self.instance_matches(e, &w.instance) {
-                return Probe::Found(i);
+            while hits != 0 {
+                let m = hits.trailing_zeros() as usize;
+                if self.key_matches(&group[m], w) {
+                    return Probe::Found(g * GROUP + m);
+                }
+                hits &= hits - 1;
             }
-            i = (i + 1) & self.mask;
+            if empty != 0 {
+                return Probe::Vacant(g * GROUP + empty.trailing_zeros() as usize);
+            }
+            g = (g + 1) & self.mask;
         }
         Probe::Limit
     }
@@ -537,24 +547,35 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         EntityId::from_raw_parts(self.owner, e.slot, e.generation)
     }
 
-    /// Removes the entry at `i` by backward shift: later entries of its cluster that may
-    /// live at `i` move down, so no tombstone is left and every probe stays as short.
-    fn remove_entry(&mut self, mut i: usize) {
-        let mut j = i;
-        loop {
-            j = (j + 1) & self.mask;
-            let e = *self.entry(j);
-            if e.generation == 0 {
+    /// Empties entry `i` and keeps every probe sequence intact (no tombstone): an entry of a
+    /// later group whose probe passed the hole's group moves into the hole, and so on until a
+    /// group that was not full (no probe sequence runs past it).
+    fn remove_entry(&mut self, i: usize) {
+        let mut hole = i;
+        *self.entry_mut(hole) = EMPTY;
+        let mut g = hole / GROUP;
+        for _ in 0..=self.mask {
+            g = (g + 1) & self.mask;
+            let group = self.groups[g].0;
+            let was_full = group.iter().all(|e| e.tag != 0);
+            let hole_group = hole / GROUP;
+            let movable = group.iter().position(|e| {
+                e.tag != 0 && {
+                    let home = self.home(e.tag);
+                    // `e` may move to the hole's group unless its home lies cyclically in
+                    // `(hole_group, g]`.
+                    (g.wrapping_sub(home) & self.mask) >= (g.wrapping_sub(hole_group) & self.mask)
+                }
+            });
+            if let Some(m) = movable {
+                *self.entry_mut(hole) = group[m];
+                hole = g * GROUP + m;
+                *self.entry_mut(hole) = EMPTY;
+            }
+            if !was_full {
                 break;
             }
-            let home = self.home_of(&e.object, e.tag);
-            // `e` may move to `i` unless its home lies cyclically in `(i, j]`.
-            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(i) & self.mask) {
-                *self.entry_mut(i) = e;
-                i = j;
-            }
         }
-        *self.entry_mut(i) = EMPTY;
     }
 
     /// Removes the binding of `key` (forward and reverse), if any; true when one was removed.
@@ -578,7 +599,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     #[cfg(feature = "test-hooks")]
     fn clear(&mut self) {
         if self.len > 0 {
-            self.lines.iter_mut().for_each(|l| *l = Line([EMPTY; 2]));
+            self.groups
+                .iter_mut()
+                .for_each(|g| *g = Group([EMPTY; GROUP]));
             self.reverse.iter_mut().for_each(|r| *r = UNBOUND);
             self.len = 0;
             self.revision += 1;
@@ -679,16 +702,14 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
             }
         };
-        let tag = self.tag(&w.instance);
-        let home = self.home_of(&w.object, tag);
-        let probe_len = (vacant.wrapping_sub(home) & self.mask) as u32 + 1;
+        let tag = self.tag(&w);
+        let groups = (vacant / GROUP).wrapping_sub(self.home(tag)) & self.mask;
+        let probe_len = (groups * GROUP + vacant % GROUP) as u32 + 1;
         self.stats.longest_probe = self.stats.longest_probe.max(probe_len);
         *self.entry_mut(vacant) = Entry {
-            object: w.object,
             tag,
             slot: c.entity.slot(),
             generation: c.entity.generation(),
-            kind: c.kind.0,
         };
         self.reverse[slot] = Reverse {
             key: w,
@@ -705,13 +726,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let w = words(key);
         match self.probe(&w) {
             Probe::Vacant(i) => {
-                let tag = self.tag(&w.instance);
+                let tag = self.tag(&w);
                 *self.entry_mut(i) = Entry {
-                    object: w.object,
                     tag,
                     slot: u32::MAX,
                     generation: u32::MAX,
-                    kind: 0,
                 };
                 true
             }
@@ -747,7 +766,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             let e = self.entry_mut(i);
             e.slot = entity.slot();
             e.generation = entity.generation();
-            e.kind = kind.0;
             self.reverse[entity.slot() as usize] = Reverse {
                 key: w,
                 generation: entity.generation(),
@@ -817,7 +835,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             Probe::Found(i) => {
                 let b = self.entry(i);
                 let e = self.entity_at(b);
-                registry.is_alive(e).then_some((e, BindingKind(b.kind)))
+                // `Found` checked the slot's reverse entry (in bounds: not a reservation,
+                // which lookups never see outside a duplication).
+                let kind = self.reverse.get(b.slot as usize).map_or(0, |r| r.kind);
+                registry.is_alive(e).then_some((e, BindingKind(kind)))
             }
             _ => None,
         }
@@ -925,9 +946,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// Checks both maps against each other (O(buckets)); for tests.
     pub fn check_consistent(&self) -> bool {
         let mut forward = 0;
-        for i in 0..self.lines.len() * 2 {
+        for i in 0..self.groups.len() * GROUP {
             let b = *self.entry(i);
-            if b.generation == 0 {
+            if b.tag == 0 {
                 continue;
             }
             forward += 1;
@@ -935,11 +956,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 return false;
             };
             let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
-            if r.generation != b.generation
-                || r.key.object != b.object
-                || self.tag(&r.key.instance) != b.tag
-                || !reachable
-            {
+            if r.generation != b.generation || self.tag(&r.key) != b.tag || !reachable {
                 return false;
             }
         }
@@ -1029,5 +1046,60 @@ mod tests {
         assert_eq!((t.len(), t.binding_revision()), (1, 1));
         assert_eq!(t.key_of(es[1]), None);
         assert!(t.check_consistent());
+    }
+
+    /// Random activations and detaches against a model, in a small table (long clusters),
+    /// once with a random secret and once with a weak one (every object in few home groups).
+    #[test]
+    fn churn_keeps_every_probe_sequence_intact() {
+        for weak in [false, true] {
+            let n = 64;
+            let (reg, mut t, es) = setup(n);
+            if weak {
+                t.secret = [0; 4];
+            }
+            let mut bound: std::vec::Vec<Option<PersistentObjectKey>> = vec![None; n];
+            let mut x = 0x1234_5678_u64;
+            let rounds = if cfg!(miri) { 200 } else { 4000 };
+            for round in 0..rounds as u32 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x % n as u64) as usize;
+                match bound[i] {
+                    Some(k) => {
+                        assert_eq!(t.detach(es[i]), Some(k));
+                        bound[i] = None;
+                    }
+                    None => {
+                        let k = key(u128::from(x % 3), u128::from(round));
+                        let k = if weak {
+                            // Same object low word: a handful of tags, long clusters.
+                            let mut b: [u8; 32] = bytemuck::cast(k);
+                            b[16..22].copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+                            bytemuck::cast(b)
+                        } else {
+                            k
+                        };
+                        match t.try_activate(&reg, &[Activation::new(es[i], k)]) {
+                            Ok(()) => bound[i] = Some(k),
+                            Err(ActivationError::Candidate {
+                                reason: CandidateRejection::ProbeLimit,
+                                ..
+                            }) => {}
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                }
+                assert!(t.check_consistent(), "round {round}");
+                if round % 97 == 0 {
+                    for (j, k) in bound.iter().enumerate() {
+                        if let Some(k) = k {
+                            assert_eq!(t.try_resolve(&reg, k), Resolution::Resolved(es[j]));
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -123,15 +123,14 @@ impl<A: Allocator + Clone> Durable<A> {
         })
     }
 
-    /// Attaches a fresh part to its world's registry (at init); false when it belongs to
-    /// another registry or was sized for another capacity.
-    pub(crate) fn attach<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) -> bool {
+    /// Attaches a fresh part to the registry its world was just bound to (the only time a
+    /// part is attached, so a registry has one attached part and every destroy detaches in
+    /// it).
+    pub(crate) fn attach<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) {
         if self.owner == 0 {
             self.owner = registry.owner();
             self.bindings.attach(registry.owner());
         }
-        self.owner == registry.owner()
-            && (self.hierarchy.slots() == 0 || self.hierarchy.slots() == registry.capacity())
     }
 
     /// Whether a fresh part can attach to a registry of `capacity` slots.

@@ -74,8 +74,15 @@ pub(crate) fn enabled<W: Roster>(world: &W) -> Result<Halves<'_, W>, DurableErro
 pub(crate) fn enabled_mut<W: Roster>(
     world: &mut W,
 ) -> Result<(&mut EntityRegistry<W::Alloc>, &mut Durable<W::Alloc>), DurableError> {
-    enabled(&*world)?;
+    // The pair handed out is the pair checked (a hand-written roster may hand out other
+    // parts than `registry()` and `durable_ref()` do).
     let (registry, durable, _) = world.durable_parts();
+    if !durable.is_enabled() {
+        return Err(DurableError::Disabled);
+    }
+    if durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool.into());
+    }
     Ok((&mut registry.0, &mut durable.0))
 }
 

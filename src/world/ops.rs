@@ -242,7 +242,9 @@ pub trait WorldOps: Roster {
         }
         let (registry, durable, mut pools) = self.durable_parts();
         if registry.owner() != 0 {
-            return if all_bound(&registry.0, &mut pools) && durable.0.attach(&registry.0) {
+            // A bound world attaches no part: a fresh one handed out now stays unattached
+            // and every durable operation on it is refused.
+            return if all_bound(&registry.0, &mut pools) && durable.owner() == registry.owner() {
                 Ok(())
             } else {
                 Err(InitError::PoolMismatch)
