@@ -108,7 +108,6 @@ macro_rules! durable_id {
             }
         }
 
-        #[cfg(feature = "serde")]
         impl serde::Serialize for $name {
             fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
                 let mut buf = [0u8; UUID_TEXT_LEN];
@@ -116,7 +115,6 @@ macro_rules! durable_id {
             }
         }
 
-        #[cfg(feature = "serde")]
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct Text;
@@ -191,9 +189,19 @@ durable_id! {
 /// assert_eq!((key.instance, key.object), (i, o));
 /// ```
 #[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Pod, bytemuck::Zeroable,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+    serde::Serialize,
+    serde::Deserialize,
 )]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[repr(C)]
 pub struct PersistentObjectKey {
     /// The placement scope.
@@ -314,7 +322,6 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "serde")]
     #[test]
     fn serde_uses_validated_text() {
         let i: InstanceId = TEXT.parse().unwrap();

@@ -15,6 +15,7 @@ mod fork_watch;
 mod generation;
 mod handle;
 mod mint;
+mod persistent_id;
 pub mod test_entropy;
 mod token;
 mod uuid_codec;
@@ -26,6 +27,9 @@ pub use entropy::{EntropyError, EntropySource, OsEntropy};
 pub use generation::{next_generation, GenerationStep, FIRST_GENERATION, TERMINAL_GENERATION};
 pub use handle::{Handle, HandleTag};
 pub use mint::{mint_unique, mint_v4, IdentityConflict, MintError, MINT_ATTEMPTS};
+pub use persistent_id::{
+    is_legacy_id, PersistentId, PersistentIdError, AUTHORED_PREFIX, LEGACY_ID_MAX, SPAWNED_PREFIX,
+};
 #[cfg(not(loom))]
 pub use token::issue_owner_token;
 pub use token::{IdentityExhausted, OwnerToken, TokenSource};

@@ -172,7 +172,11 @@ impl PersistentId {
     ///
     /// # Errors
     /// [`PersistentIdError::LegacyId`] when an id breaks the legacy-id rule.
-    pub fn authored_legacy(world: &str, place: &str, object: &str) -> Result<Self, PersistentIdError> {
+    pub fn authored_legacy(
+        world: &str,
+        place: &str,
+        object: &str,
+    ) -> Result<Self, PersistentIdError> {
         let mut h = Sha256::new();
         h.update(b"ludus.authored.v1\0");
         for (field, id) in [("world", world), ("place", place), ("object", object)] {
@@ -288,14 +292,12 @@ impl fmt::Debug for PersistentId {
     }
 }
 
-#[cfg(feature = "serde")]
 impl serde::Serialize for PersistentId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-#[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for PersistentId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
@@ -317,15 +319,46 @@ mod tests {
         let authored = PersistentId::authored_legacy("w", "p", "o").unwrap();
         assert_eq!(authored.to_string().parse::<PersistentId>(), Ok(authored));
         let cases = [
-            ("Spawned:67e55044-10b1-426f-9247-bb680e5fe0c8", PersistentIdError::Namespace),
-            ("67e55044-10b1-426f-9247-bb680e5fe0c8", PersistentIdError::Namespace),
-            ("spawned:67e55044-10b1-426f-9247-bb680e5fe0c", PersistentIdError::Length { namespace: "spawned", expected: 36, found: 35 }),
-            ("spawned:67E55044-10b1-426f-9247-bb680e5fe0c8", PersistentIdError::Uppercase { index: 10 }),
-            ("spawned:67e55044_10b1-426f-9247-bb680e5fe0c8", PersistentIdError::Separator { index: 16 }),
-            ("spawned:67e55044-10b1-426f-9247-bb680e5fe0cg", PersistentIdError::NonHex { index: 43 }),
-            ("spawned:67e55044-10b1-126f-9247-bb680e5fe0c8", PersistentIdError::Version { found: 1 }),
-            ("spawned:67e55044-10b1-426f-c247-bb680e5fe0c8", PersistentIdError::Variant { found: 0xc }),
-            ("spawned:00000000-0000-0000-0000-000000000000", PersistentIdError::Nil),
+            (
+                "Spawned:67e55044-10b1-426f-9247-bb680e5fe0c8",
+                PersistentIdError::Namespace,
+            ),
+            (
+                "67e55044-10b1-426f-9247-bb680e5fe0c8",
+                PersistentIdError::Namespace,
+            ),
+            (
+                "spawned:67e55044-10b1-426f-9247-bb680e5fe0c",
+                PersistentIdError::Length {
+                    namespace: "spawned",
+                    expected: 36,
+                    found: 35,
+                },
+            ),
+            (
+                "spawned:67E55044-10b1-426f-9247-bb680e5fe0c8",
+                PersistentIdError::Uppercase { index: 10 },
+            ),
+            (
+                "spawned:67e55044_10b1-426f-9247-bb680e5fe0c8",
+                PersistentIdError::Separator { index: 16 },
+            ),
+            (
+                "spawned:67e55044-10b1-426f-9247-bb680e5fe0cg",
+                PersistentIdError::NonHex { index: 43 },
+            ),
+            (
+                "spawned:67e55044-10b1-126f-9247-bb680e5fe0c8",
+                PersistentIdError::Version { found: 1 },
+            ),
+            (
+                "spawned:67e55044-10b1-426f-c247-bb680e5fe0c8",
+                PersistentIdError::Variant { found: 0xc },
+            ),
+            (
+                "spawned:00000000-0000-0000-0000-000000000000",
+                PersistentIdError::Nil,
+            ),
         ];
         for (text, err) in cases {
             assert_eq!(text.parse::<PersistentId>(), Err(err), "{text}");
@@ -356,10 +389,18 @@ mod tests {
     fn minting_and_keys() {
         let id = PersistentId::mint_spawned(&mut SeqEntropy::new(1)).unwrap();
         assert!(id.is_spawned());
-        assert_eq!(PersistentId::from_key(id.namespace_tag(), id.key_bytes()), Ok(id));
-        assert!(PersistentId::mint_spawned(&mut FailingEntropy::new(SeqEntropy::new(1), 1)).is_err());
+        assert_eq!(
+            PersistentId::from_key(id.namespace_tag(), id.key_bytes()),
+            Ok(id)
+        );
+        assert!(
+            PersistentId::mint_spawned(&mut FailingEntropy::new(SeqEntropy::new(1), 1)).is_err()
+        );
         let mut bad = id.key_bytes();
         bad[20] = 1;
-        assert_eq!(PersistentId::from_key(2, bad), Err(PersistentIdError::Namespace));
+        assert_eq!(
+            PersistentId::from_key(2, bad),
+            Err(PersistentIdError::Namespace)
+        );
     }
 }
