@@ -32,7 +32,7 @@ pub struct ReadmeDoctests;
 /// handles, joins, commands and the durable-identity vocabulary.
 pub mod prelude {
     pub use crate::world::{
-        join, Activation, CommandBuffer, DurableConfig, DurableError, DurableOps, EntityId,
-        EntityRefs, Resolution, Stores, WorldError, WorldOps,
+        join, Activation, CheckpointOps, CommandBuffer, DurableConfig, DurableError, DurableOps,
+        EntityId, EntityRefs, PersistentOps, Resolution, Stores, WorldError, WorldOps,
     };
 }

@@ -2,15 +2,15 @@
 //!
 //! Two derived mappings, published and removed together:
 //!
-//! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated open-addressing
-//!   table with linear probing, at most half full (`entries = next_pow2(2 × capacity)`), deleted
-//!   by backward shift (no tombstones, so probe lengths never degrade with churn). An entry is 32
-//!   bytes, two per cache line: the object half of the key, a keyed 32-bit tag of the instance
-//!   half, the incarnation and the kind. A hit reads one line; the instance half is then compared
-//!   exactly against the slot's reverse entry, a load that depends only on the slot and so runs
-//!   in parallel with the registry's liveness check and the caller's component read.
-//! - **reverse**, per registry slot: the key and kind of the binding, validated by generation
-//!   (and the table's owner), so a recycled slot never inherits a former object's key.
+//! - **forward**, `PersistentObjectKey → (slot, generation)`: a preallocated open-addressing
+//!   table at most half full (`entries = next_pow2(2 × capacity)`). An entry is 16 bytes — a
+//!   keyed 64-bit hash of the key (its tag; odd, so 0 marks an empty entry) and the bound
+//!   incarnation — four to a 64-byte group, probed group by group from the key's home group
+//!   with one branch per group. Deletion keeps probe sequences intact without tombstones.
+//! - **reverse**, per registry slot: the key, kind and generation of the binding. A tag match is
+//!   confirmed against it (exact key equality), so a recycled slot never inherits a former
+//!   object's key and a tag collision costs a compare, never a wrong answer; the load depends
+//!   only on the slot, so it overlaps the registry's liveness check and the caller's read.
 //!
 //! Keys are untrusted input (level files, saves, mods). The entry index comes from a keyed hash
 //! (folded 64×64→128 multiplies over the key's words, mixed with a per-table secret drawn from
@@ -334,6 +334,8 @@ pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     stats: BindingStats,
     /// Keys reserved by a duplication in progress (capacity: `capacity`).
     scratch: Vec<PersistentObjectKey, A>,
+    /// Keys are opaque 32-byte values (a stable-id index), not pairs of v4 UUIDs.
+    raw: bool,
 }
 
 impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
@@ -413,7 +415,21 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             revision: 0,
             stats: BindingStats::default(),
             scratch: super::fixed::reserve(capacity, alloc)?,
+            raw: false,
         })
+    }
+
+    /// As [`try_new_in`](Self::try_new_in), for opaque 32-byte keys (no UUID validation): the
+    /// stable-id index of a durable world.
+    pub(crate) fn try_new_raw_in(
+        owner: OwnerToken,
+        slots: usize,
+        capacity: usize,
+        alloc: A,
+    ) -> Result<Self, InitError> {
+        let mut t = Self::try_new_in(owner, slots, capacity, alloc)?;
+        t.raw = true;
+        Ok(t)
     }
 
     /// Attaches an unattached table to its registry's owner token (a world does this at
@@ -664,7 +680,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     .unwrap_or(Rejection::Stale),
             ));
         }
-        check_key(&c.key).map_err(CandidateRejection::InvalidKey)?;
+        if !self.raw {
+            check_key(&c.key).map_err(CandidateRejection::InvalidKey)?;
+        }
         let slot = c.entity.slot() as usize;
         let rev = self.reverse[slot];
         if rev.generation != 0 {
@@ -881,8 +899,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         catalog: &C,
     ) -> Resolution {
         // Bound keys are valid by construction: only a miss needs the key checked.
-        if let Err(e) = check_key(key) {
-            return Resolution::InvalidReference(InvalidReference::Key(e));
+        if !self.raw {
+            if let Err(e) = check_key(key) {
+                return Resolution::InvalidReference(InvalidReference::Key(e));
+            }
         }
         match catalog.lookup(key) {
             CatalogEntry::NotResident => Resolution::NotResident,

@@ -117,12 +117,13 @@ tuple_command_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
 tuple_command_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
 tuple_command_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
 
-/// Inserts a command's value bytes as the component whose type matched.
-struct InsertBytes<'w, 'b, W> {
-    world: &'w mut W,
-    entity: EntityId,
-    bytes: &'b [u8],
-    result: Result<(), WorldError>,
+/// Inserts a command's value bytes as the component whose type matched (the caller checked
+/// that their length is the type's size).
+pub(crate) struct InsertBytes<'w, 'b, W> {
+    pub(crate) world: &'w mut W,
+    pub(crate) entity: EntityId,
+    pub(crate) bytes: &'b [u8],
+    pub(crate) result: Result<(), WorldError>,
 }
 
 impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
@@ -134,10 +135,10 @@ impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
 }
 
 /// Removes the component whose type matched.
-struct RemoveType<'w, W> {
-    world: &'w mut W,
-    entity: EntityId,
-    result: Result<(), WorldError>,
+pub(crate) struct RemoveType<'w, W> {
+    pub(crate) world: &'w mut W,
+    pub(crate) entity: EntityId,
+    pub(crate) result: Result<(), WorldError>,
 }
 
 impl<W: Roster> TypeVisitor for RemoveType<'_, W> {

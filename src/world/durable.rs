@@ -28,6 +28,9 @@ pub struct DurableConfig {
     pub bindings: usize,
     /// What a destroy does with the entity's children.
     pub orphans: OrphanPolicy,
+    /// Whether entities can carry stable ids (persistent spawn, transactions, checkpoints;
+    /// `PersistentOps`): a second index of the binding table's shape.
+    pub stable_ids: bool,
 }
 
 impl Default for DurableConfig {
@@ -36,6 +39,7 @@ impl Default for DurableConfig {
             name_bytes: 64 * 1024,
             bindings: usize::MAX,
             orphans: OrphanPolicy::Detach,
+            stable_ids: true,
         }
     }
 }
@@ -74,6 +78,8 @@ pub struct DurableCounters {
 pub struct Durable<A: Allocator + Clone = Global> {
     owner: OwnerToken,
     pub(crate) bindings: WorldBindingTable<A>,
+    /// Stable ids (`PersistentId` as a 32-byte key, its namespace as the kind).
+    pub(crate) stable: WorldBindingTable<A>,
     pub(crate) hierarchy: Hierarchy<A>,
     pub(crate) policy: OrphanPolicy,
     /// Duplication scratch, per slot: `epoch << 32 | (index + 1)` of a selected entity.
@@ -110,6 +116,12 @@ impl<A: Allocator + Clone> Durable<A> {
         Ok(Self {
             owner: 0,
             bindings: WorldBindingTable::try_new_in(0, slots, bindings, alloc.clone())?,
+            stable: WorldBindingTable::try_new_raw_in(
+                0,
+                slots,
+                if c.stable_ids { slots } else { 0 },
+                alloc.clone(),
+            )?,
             hierarchy: Hierarchy::try_new_in(
                 slots,
                 if slots == 0 { 0 } else { c.name_bytes },
@@ -130,6 +142,7 @@ impl<A: Allocator + Clone> Durable<A> {
         if self.owner == 0 {
             self.owner = registry.owner();
             self.bindings.attach(registry.owner());
+            self.stable.attach(registry.owner());
         }
     }
 
@@ -177,6 +190,7 @@ impl<A: Allocator + Clone> Durable<A> {
     /// Bytes of fixed storage.
     pub fn footprint_bytes(&self) -> usize {
         self.bindings.footprint_bytes()
+            + self.stable.footprint_bytes()
             + self.hierarchy.footprint_bytes()
             + self.remap.len() * core::mem::size_of::<u64>()
             + self.tickets.len() * core::mem::size_of::<TicketState>()
@@ -216,6 +230,9 @@ impl<A: Allocator + Clone> Durable<A> {
         self.tickets[slot as usize].request += 1;
         if self.bindings.may_bind(slot) {
             self.bindings.detach(entity);
+        }
+        if self.stable.may_bind(slot) {
+            self.stable.detach(entity);
         }
         if self.hierarchy.has_links(slot) {
             let grandparent = self

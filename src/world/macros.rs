@@ -176,6 +176,7 @@ macro_rules! world {
             type Components = $crate::world!(@list $($ty),+);
             type Groups = $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?);
             type Refs = $crate::world!(@list $($($rty),*)?);
+            const NAMES: &'static [&'static str] = &[$(stringify!($field)),+];
             #[inline(always)]
             fn durable_parts(&mut self) -> $crate::world::DurableParts<'_, Self> {
                 (&mut self.registry, &mut self.durable, $crate::world!(@mut self; $($field),+))

@@ -81,6 +81,7 @@ use crate::identity::{Handle, HandleTag};
 
 mod access;
 mod binding;
+mod checkpoint;
 mod commands;
 mod dense;
 mod duplicate;
@@ -94,6 +95,7 @@ mod macros;
 mod observe;
 mod ops;
 mod owners;
+mod persistent;
 mod pool;
 mod query;
 mod read_only;
@@ -108,6 +110,10 @@ pub use binding::{
     InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, MAX_BINDINGS,
     MAX_PROBE,
 };
+pub use checkpoint::{
+    digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
+    ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
+};
 pub use commands::{CommandBuffer, CommandBundle, Provisional, Target};
 pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
 pub use durable_ops::{DurableError, DurableOps};
@@ -116,6 +122,11 @@ pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy};
 pub use observe::{Outliner, OutlinerRow, WorldCounts};
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
+pub use persistent::{
+    ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,
+    Transaction, TransactionQueue, TxCommand, TxError, TxRejection, TxReport, IDENTITY_COMPONENT,
+    MAX_COMMAND_COMPONENTS,
+};
 pub use pool::ComponentPool;
 pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
 pub use read_only::ReadOnly;

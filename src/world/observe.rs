@@ -107,7 +107,9 @@ impl<'w, A: Allocator + Clone> Outliner<'w, A> {
 
 impl<'w, A: Allocator + Clone> Outliner<'w, A> {
     fn shown(&self, slot: u32) -> bool {
-        self.durable.hierarchy.has_links(slot) || self.durable.bindings.may_bind(slot)
+        self.durable.hierarchy.has_links(slot)
+            || self.durable.bindings.may_bind(slot)
+            || self.durable.stable.may_bind(slot)
     }
 
     fn next_root(&mut self) -> Option<(u32, u32)> {

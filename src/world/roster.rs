@@ -47,6 +47,10 @@ pub trait Roster: Sized {
     /// The components with entity-typed fields ([`EntityRefs`]), a sub-list of
     /// `Components`.
     type Refs: RefList;
+    /// The components' stable names (the roster's field names), in `Components` order: what
+    /// prepared commands, transactions and checkpoints call them. Empty: the world has no
+    /// names, and those operations refuse its components.
+    const NAMES: &'static [&'static str] = &[];
     /// The registry (read-only outside the crate), the durable part (likewise) and every
     /// pool, mutably.
     fn durable_parts(&mut self) -> DurableParts<'_, Self>;

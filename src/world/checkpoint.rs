@@ -1,0 +1,428 @@
+//! Checkpoints keyed by stable ids, their canonical bytes and SHA-256 digest, restore, and
+//! deterministic replay of a transaction log (seed 002).
+//!
+//! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record and every
+//! component value by roster name — never a handle, owner, slot or address. Its canonical
+//! encoding (below) sorts entities by id and components by name, so the digest is independent
+//! of slot order, dense order and hash order:
+//!
+//! ```text
+//! "ludus.checkpoint.v1\0"  entities: u64 LE
+//! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
+//!                             components: u32 LE, per component ascending by name:
+//!                             name length: u32 LE, name, value length: u32 LE, value bytes
+//! ```
+//!
+//! Values are the components' `Pod` bytes in the machine's byte order (little-endian on every
+//! platform ludus is built for).
+
+use core::any::TypeId;
+
+use bytemuck::Pod;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::durable_ops::{enabled, DurableError};
+use super::persistent::{
+    apply_create, schema, ComponentValue, HexBytes, PersistentOps, PreparedSpawn, Transaction,
+    TxError, IDENTITY_COMPONENT,
+};
+use super::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
+use super::{EntityId, WorldError};
+use crate::identity::{PersistentId, TERMINAL_GENERATION};
+
+/// The checkpoint format name.
+pub const CHECKPOINT_FORMAT: &str = "ludus.checkpoint";
+/// The replay-log format name.
+pub const REPLAY_FORMAT: &str = "ludus.replay";
+
+/// One entity of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointEntity {
+    /// Its stable id.
+    pub id: PersistentId,
+    /// Its identity record (`persistent_identity`): required and equal to `id` in the
+    /// spawned namespace, equal to `id` whenever present.
+    pub identity: Option<PersistentId>,
+    /// Its component values, by roster name (ascending in a canonical checkpoint).
+    pub components: Vec<ComponentValue>,
+}
+
+/// The state of every entity with a stable id (module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// [`CHECKPOINT_FORMAT`].
+    pub format: String,
+    /// 1.
+    pub version: u32,
+    /// Entities in ascending id order.
+    pub entities: Vec<CheckpointEntity>,
+}
+
+/// Why a checkpoint (or replay log) was refused; the world is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckpointError {
+    /// Unknown format name or version.
+    #[error("unsupported checkpoint format {format} version {version}")]
+    Format {
+        /// The format given.
+        format: String,
+        /// The version given.
+        version: u32,
+    },
+    /// Entities are not in strictly ascending id order (unsorted or repeated).
+    #[error("entity {index}: ids unsorted or repeated")]
+    Order {
+        /// Position.
+        index: usize,
+    },
+    /// A spawned-namespace entity without its identity record.
+    #[error("entity {index}: identity removed")]
+    IdentityMissing {
+        /// Position.
+        index: usize,
+    },
+    /// An identity record that differs from the entity's id.
+    #[error("entity {index}: forged identity")]
+    IdentityForged {
+        /// Position.
+        index: usize,
+    },
+    /// A component the world does not name, of the wrong size, repeated, or the reserved
+    /// identity name.
+    #[error("entity {index}: bad component {component}")]
+    Component {
+        /// Position.
+        index: usize,
+        /// The component.
+        component: String,
+    },
+    /// The world refused (phase, capacity, budgets, disabled).
+    #[error(transparent)]
+    World(#[from] DurableError),
+}
+
+/// Writes the canonical encoding.
+struct Encoder {
+    out: Vec<u8>,
+}
+
+impl Encoder {
+    fn new(entities: usize) -> Self {
+        let mut out = Vec::with_capacity(32 + entities * 64);
+        out.extend_from_slice(b"ludus.checkpoint.v1\0");
+        out.extend_from_slice(&(entities as u64).to_le_bytes());
+        Self { out }
+    }
+
+    fn entity(&mut self, id: &PersistentId, identity: bool, components: usize) {
+        self.out.push(id.namespace_tag() as u8);
+        self.out.extend_from_slice(&id.key_bytes());
+        self.out.push(u8::from(identity));
+        self.out
+            .extend_from_slice(&(components as u32).to_le_bytes());
+    }
+
+    fn component(&mut self, name: &str, bytes: &[u8]) {
+        self.out
+            .extend_from_slice(&(name.len() as u32).to_le_bytes());
+        self.out.extend_from_slice(name.as_bytes());
+        self.out
+            .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        self.out.extend_from_slice(bytes);
+    }
+}
+
+impl Checkpoint {
+    /// The canonical bytes (module docs); components are sorted by name here, so any
+    /// component order gives the same bytes.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let mut enc = Encoder::new(self.entities.len());
+        let mut order: Vec<&ComponentValue> = Vec::new();
+        for e in &self.entities {
+            enc.entity(&e.id, e.identity.is_some(), e.components.len());
+            order.clear();
+            order.extend(&e.components);
+            order.sort_by(|a, b| a.component.cmp(&b.component));
+            for c in &order {
+                enc.component(&c.component, &c.bytes.0);
+            }
+        }
+        enc.out
+    }
+
+    /// SHA-256 of the canonical bytes.
+    pub fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.canonical_bytes()).into()
+    }
+}
+
+/// Lowercase hex of a digest.
+pub fn digest_hex(d: &[u8; 32]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of one component of one entity, if it has it.
+struct ValueOf<'w, W: Roster> {
+    world: &'w W,
+    entity: EntityId,
+    want: TypeId,
+    out: Option<&'w [u8]>,
+}
+
+impl<'w, W: Roster> TypeVisitor for ValueOf<'w, W> {
+    fn visit<T: Pod>(&mut self) {
+        if TypeId::of::<T>() == self.want {
+            let pools = self.world.parts_ref().1;
+            self.out = pools
+                .get::<T>()
+                .and_then(|p| p.get(self.entity))
+                .map(bytemuck::bytes_of);
+        }
+    }
+}
+
+/// `(id, entity)` of every entity with a stable id, ascending by id.
+fn stable_entities<W: PersistentOps>(world: &W) -> Vec<(PersistentId, EntityId)> {
+    let mut v: Vec<(PersistentId, EntityId)> = world
+        .durable_ref()
+        .stable
+        .iter()
+        .filter(|(_, e, _)| world.registry().is_alive(*e))
+        .filter_map(|(_, e, _)| world.stable_id(e).map(|id| (id, e)))
+        .collect();
+    v.sort_unstable_by_key(|a| a.0);
+    v
+}
+
+/// Roster components sorted by name: `(name, type)`.
+fn by_name<W: Roster>() -> Vec<(&'static str, TypeId)> {
+    let mut names: Vec<(&'static str, TypeId)> =
+        schema::<W>().into_iter().map(|(n, t, _)| (n, t)).collect();
+    names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    names
+}
+
+fn value<W: Roster>(world: &W, entity: EntityId, want: TypeId) -> Option<&[u8]> {
+    let mut v = ValueOf {
+        world,
+        entity,
+        want,
+        out: None,
+    };
+    W::Components::dispatch(want, &mut v);
+    v.out
+}
+
+/// Checkpoints, restore and replay of every durable world with stable ids.
+pub trait CheckpointOps: PersistentOps {
+    /// The checkpoint of every entity with a stable id (ids ascending, components by name).
+    fn checkpoint(&self) -> Checkpoint {
+        let names = by_name::<Self>();
+        let entities = stable_entities(self)
+            .into_iter()
+            .map(|(id, e)| CheckpointEntity {
+                id,
+                identity: Some(id),
+                components: names
+                    .iter()
+                    .filter_map(|(n, t)| {
+                        value(self, e, *t).map(|b| ComponentValue {
+                            component: (*n).to_owned(),
+                            bytes: HexBytes(b.to_vec()),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        Checkpoint {
+            format: CHECKPOINT_FORMAT.to_owned(),
+            version: 1,
+            entities,
+        }
+    }
+
+    /// The canonical bytes of [`checkpoint`](Self::checkpoint), written straight from the
+    /// pools (no intermediate checkpoint).
+    fn checkpoint_bytes(&self) -> Vec<u8> {
+        let names = by_name::<Self>();
+        let entities = stable_entities(self);
+        let mut enc = Encoder::new(entities.len());
+        let mut values: Vec<(&str, &[u8])> = Vec::with_capacity(names.len());
+        for (id, e) in &entities {
+            values.clear();
+            values.extend(
+                names
+                    .iter()
+                    .filter_map(|(n, t)| value(self, *e, *t).map(|b| (*n, b))),
+            );
+            enc.entity(id, true, values.len());
+            for (n, b) in &values {
+                enc.component(n, b);
+            }
+        }
+        enc.out
+    }
+
+    /// SHA-256 of [`checkpoint_bytes`](Self::checkpoint_bytes): equal to
+    /// `checkpoint().digest()`.
+    fn checkpoint_digest(&self) -> [u8; 32] {
+        Sha256::digest(self.checkpoint_bytes()).into()
+    }
+
+    /// Replaces every entity with a stable id by the checkpoint's, all or nothing: the whole
+    /// checkpoint is validated first (format, order, identity records, components, capacity,
+    /// budgets); then the current ones are destroyed (their handles go stale) and fresh
+    /// entities are created and bound by stable id. Entities without a stable id are kept.
+    ///
+    /// # Errors
+    /// [`CheckpointError`]; nothing changes.
+    fn restore(&mut self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
+        if checkpoint.format != CHECKPOINT_FORMAT || checkpoint.version != 1 {
+            return Err(CheckpointError::Format {
+                format: checkpoint.format.clone(),
+                version: checkpoint.version,
+            });
+        }
+        let schema = schema::<Self>();
+        for (index, e) in checkpoint.entities.iter().enumerate() {
+            if index > 0 && checkpoint.entities[index - 1].id >= e.id {
+                return Err(CheckpointError::Order { index });
+            }
+            match e.identity {
+                None if e.id.is_spawned() => {
+                    return Err(CheckpointError::IdentityMissing { index })
+                }
+                Some(i) if i != e.id => return Err(CheckpointError::IdentityForged { index }),
+                _ => {}
+            }
+            for (k, c) in e.components.iter().enumerate() {
+                let known = schema
+                    .iter()
+                    .any(|(n, _, s)| *n == c.component && *s == c.bytes.0.len());
+                let repeated = e.components[..k].iter().any(|d| d.component == c.component);
+                if !known || repeated || c.component == IDENTITY_COMPONENT {
+                    return Err(CheckpointError::Component {
+                        index,
+                        component: c.component.clone(),
+                    });
+                }
+            }
+        }
+        let (registry, _) = enabled(self)?;
+        registry.check_phase().map_err(DurableError::from)?;
+        let old = stable_entities(self);
+        let freed = old
+            .iter()
+            .filter(|(_, e)| e.generation() != TERMINAL_GENERATION)
+            .count();
+        let n = checkpoint.entities.len();
+        let registry = self.registry();
+        if registry.available() + freed < n {
+            return Err(DurableError::from(registry.capacity_error(n)).into());
+        }
+        if u64::MAX - registry.last_sequence() < n as u64 {
+            return Err(DurableError::from(WorldError::SequenceExhausted).into());
+        }
+        let pools = Self::Components::LEN as u64;
+        let revisions = old.len() as u64 * (1 + pools)
+            + checkpoint
+                .entities
+                .iter()
+                .map(|e| 1 + e.components.len() as u64)
+                .sum::<u64>();
+        registry
+            .check_revisions(revisions)
+            .map_err(DurableError::from)?;
+        if old.iter().any(|(_, e)| self.is_protected(*e)) {
+            return Err(DurableError::from(WorldError::Protected).into());
+        }
+        // Apply: nothing below can fail.
+        for (_, e) in &old {
+            let r = self.destroy(*e);
+            debug_assert!(r.is_ok(), "{r:?}");
+            r.map_err(DurableError::from)?;
+        }
+        for e in &checkpoint.entities {
+            let spawn = PreparedSpawn {
+                id: e.id,
+                components: e.components.clone(),
+            };
+            let r = apply_create(self, &schema, &spawn);
+            debug_assert!(r.is_ok(), "{r:?}");
+            r.map_err(DurableError::from)?;
+        }
+        Ok(())
+    }
+
+    /// Replays `log` onto this world: every transaction in tick order, each all or nothing;
+    /// stops at the first refused one. Mints nothing.
+    ///
+    /// # Errors
+    /// [`ReplayError`]: a bad format, ticks not strictly increasing, or a refused transaction
+    /// (the ones before it stay applied, as they would have live).
+    fn replay(&mut self, log: &ReplayLog) -> Result<(), ReplayError> {
+        if log.format != REPLAY_FORMAT || log.version != 1 {
+            return Err(ReplayError::Format);
+        }
+        for (i, entry) in log.entries.iter().enumerate() {
+            if i > 0 && log.entries[i - 1].tick >= entry.tick {
+                return Err(ReplayError::TickOrder { tick: entry.tick });
+            }
+            self.transact(&entry.transaction)
+                .map_err(|error| ReplayError::Transaction {
+                    tick: entry.tick,
+                    error,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Roster> CheckpointOps for R {}
+
+/// One accepted transaction at its tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayEntry {
+    /// The simulation tick (integers all the way: no float conversion in JSON).
+    pub tick: u64,
+    /// The recorded transaction (prepared ids included).
+    pub transaction: Transaction,
+}
+
+/// A log of accepted transactions, replayable onto a fresh world.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayLog {
+    /// [`REPLAY_FORMAT`].
+    pub format: String,
+    /// 1.
+    pub version: u32,
+    /// Entries in strictly increasing tick order.
+    pub entries: Vec<ReplayEntry>,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// Unknown format name or version.
+    #[error("unsupported replay log format")]
+    Format,
+    /// Ticks not strictly increasing.
+    #[error("tick {tick} is not after the previous one")]
+    TickOrder {
+        /// The offending tick.
+        tick: u64,
+    },
+    /// A transaction was refused.
+    #[error("transaction at tick {tick} refused: {error}")]
+    Transaction {
+        /// Its tick.
+        tick: u64,
+        /// Why.
+        error: TxError,
+    },
+}

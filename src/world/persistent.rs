@@ -1,0 +1,636 @@
+//! Persistent spawn, atomic transactions and the identity invariant (seed 002).
+//!
+//! An entity of a durable world may carry a stable [`PersistentId`] (`spawned:<uuid>` or
+//! `authored:<digest>`), held in the world's stable-id index beside the binding table. The id
+//! *is* the entity's identity component: it is published only by an accepted transaction or a
+//! restore, removed only with the whole entity, and no other path can set, change or remove it —
+//! so the seed's invariant (every spawned-namespace entity carries a canonical id and a matching
+//! identity; any identity equals its entity's stable id; a surviving entity's identity never
+//! changes) holds by construction and is checked again on every accepted final state
+//! ([`PersistentOps::check_identity_invariant`]). Records that carry an explicit identity
+//! component (checkpoints) are validated against it at the boundary.
+//!
+//! A [`PreparedSpawn`] is minted once at trusted ingress and carries copies of its component
+//! values; retries and replays submit the recorded command and never mint again. A
+//! [`Transaction`] of creates, updates, removals and deletes by stable id is validated as a
+//! whole and then applied all or nothing.
+
+use core::any::TypeId;
+use core::fmt;
+
+use bytemuck::Pod;
+use serde::{Deserialize, Serialize};
+
+use super::commands::{CommandBundle, InsertBytes, RemoveType};
+use super::durable_ops::{enabled, enabled_mut, DurableError};
+use super::roster::{ComponentList, Roster, TypeVisitor};
+use super::{Activation, BindingKind, DurableOps, EntityId, WorldError, WorldOps};
+use crate::identity::{
+    EntropyError, EntropySource, PersistentId, PersistentObjectKey, TERMINAL_GENERATION,
+};
+
+/// The component name reserved for the identity itself: no prepared command or transaction may
+/// carry it (an explicit identity override), and checkpoints use it for the identity record.
+pub const IDENTITY_COMPONENT: &str = "persistent_identity";
+
+/// Most components one prepared command or update may carry.
+pub const MAX_COMMAND_COMPONENTS: usize = 64;
+
+/// Bytes, serialized as lowercase hex text.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct HexBytes(pub Vec<u8>);
+
+impl fmt::Debug for HexBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl Serialize for HexBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{self:?}"))
+    }
+}
+
+impl<'de> Deserialize<'de> for HexBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let b = text.as_bytes();
+        if b.len() % 2 != 0 {
+            return Err(serde::de::Error::custom("hex text of odd length"));
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            _ => Err(serde::de::Error::custom("lowercase hex digit expected")),
+        };
+        b.chunks(2)
+            .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
+            .collect::<Result<Vec<u8>, D::Error>>()
+            .map(HexBytes)
+    }
+}
+
+/// One component value by its roster name: the bytes of the `Pod` value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentValue {
+    /// The component's roster name (the `world!` field name).
+    pub component: String,
+    /// The value's bytes.
+    pub bytes: HexBytes,
+}
+
+/// A bounded create command with its stable id, minted once at ingress (see
+/// [`PreparedSpawn::prepare`]). Serialisable, so it is recorded with the accepted command and
+/// replayed as is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedSpawn {
+    /// The minted stable id (`spawned:` namespace).
+    pub id: PersistentId,
+    /// Copies of the component values.
+    pub components: Vec<ComponentValue>,
+}
+
+/// Why a spawn could not be prepared; nothing was minted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    /// The entropy source failed.
+    #[error(transparent)]
+    Entropy(#[from] EntropyError),
+    /// A component the world does not name.
+    #[error("component {0} is not in the world's roster")]
+    UnknownComponent(String),
+    /// The components carry an identity of their own.
+    #[error("an explicit identity override ({IDENTITY_COMPONENT}) is not accepted")]
+    IdentityOverride,
+    /// A component appears twice, or more than [`MAX_COMMAND_COMPONENTS`] are given.
+    #[error("component {0} repeated, or too many components")]
+    Components(String),
+}
+
+/// The roster's components: name, type and size, in roster order.
+struct Describe {
+    ids: Vec<(TypeId, usize)>,
+}
+
+impl TypeVisitor for Describe {
+    fn visit<T: Pod>(&mut self) {
+        self.ids
+            .push((TypeId::of::<T>(), core::mem::size_of::<T>()));
+    }
+}
+
+/// `(name, type, size)` of every component of `W`.
+pub(crate) fn schema<W: Roster>() -> Vec<(&'static str, TypeId, usize)> {
+    let mut d = Describe { ids: Vec::new() };
+    W::Components::each(&mut d);
+    W::NAMES
+        .iter()
+        .zip(d.ids)
+        .map(|(n, (t, s))| (*n, t, s))
+        .collect()
+}
+
+/// Checks a component list against `W`'s roster: known names, sizes, no repeat, no identity.
+fn check_components(
+    schema: &[(&'static str, TypeId, usize)],
+    components: &[ComponentValue],
+) -> Result<(), TxRejection> {
+    if components.len() > MAX_COMMAND_COMPONENTS {
+        return Err(TxRejection::TooManyComponents);
+    }
+    for (i, c) in components.iter().enumerate() {
+        if c.component == IDENTITY_COMPONENT {
+            return Err(TxRejection::IdentityOverride);
+        }
+        match schema.iter().find(|(n, ..)| *n == c.component) {
+            None => return Err(TxRejection::UnknownComponent(c.component.clone())),
+            Some((_, _, size)) if *size != c.bytes.0.len() => {
+                return Err(TxRejection::ComponentSize {
+                    component: c.component.clone(),
+                    expected: *size,
+                    found: c.bytes.0.len(),
+                })
+            }
+            Some(_) => {}
+        }
+        if components[..i].iter().any(|d| d.component == c.component) {
+            return Err(TxRejection::RepeatedComponent(c.component.clone()));
+        }
+    }
+    Ok(())
+}
+
+impl PreparedSpawn {
+    /// Prepares a persistent spawn of `bundle` for worlds of type `W`: mints a `spawned:` id
+    /// once from `entropy` and copies the component values (later changes to the caller's
+    /// values do not leak in). Touches no world.
+    ///
+    /// # Errors
+    /// [`PrepareError::Entropy`]; `UnknownComponent` for a type `W` does not name;
+    /// `Components` for a repeated type. Nothing is minted on any error.
+    pub fn prepare<W: Roster, B: CommandBundle, S: EntropySource + ?Sized>(
+        bundle: B,
+        entropy: &mut S,
+    ) -> Result<Self, PrepareError> {
+        if let Some(t) = B::duplicate() {
+            return Err(PrepareError::Components(t.to_owned()));
+        }
+        let schema = schema::<W>();
+        let mut components = Vec::with_capacity(B::LEN);
+        let mut unknown = None;
+        bundle.record(
+            &mut |id, bytes| match schema.iter().find(|(_, t, _)| *t == id) {
+                Some((name, ..)) => components.push(ComponentValue {
+                    component: (*name).to_owned(),
+                    bytes: HexBytes(bytes.to_vec()),
+                }),
+                None => unknown = Some(()),
+            },
+        );
+        if unknown.is_some() {
+            return Err(PrepareError::UnknownComponent(
+                "(a type outside the roster)".into(),
+            ));
+        }
+        Self::prepare_values::<W, S>(components, entropy)
+    }
+
+    /// Prepares a persistent spawn of component values given by name (untrusted ingress):
+    /// validated against `W`'s roster, then an id is minted once.
+    ///
+    /// # Errors
+    /// As [`prepare`](Self::prepare); `IdentityOverride` when the values carry
+    /// [`IDENTITY_COMPONENT`].
+    pub fn prepare_values<W: Roster, S: EntropySource + ?Sized>(
+        components: Vec<ComponentValue>,
+        entropy: &mut S,
+    ) -> Result<Self, PrepareError> {
+        check_components(&schema::<W>(), &components).map_err(|r| match r {
+            TxRejection::IdentityOverride => PrepareError::IdentityOverride,
+            TxRejection::UnknownComponent(c) => PrepareError::UnknownComponent(c),
+            other => PrepareError::Components(other.to_string()),
+        })?;
+        let id = PersistentId::mint_spawned(entropy)?;
+        Ok(Self { id, components })
+    }
+}
+
+/// One command of a [`Transaction`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TxCommand {
+    /// Create the prepared entity.
+    Create {
+        /// The recorded command.
+        spawn: PreparedSpawn,
+    },
+    /// Insert or replace components of a live entity.
+    Update {
+        /// Its stable id.
+        id: PersistentId,
+        /// The new values.
+        components: Vec<ComponentValue>,
+    },
+    /// Remove one component of a live entity.
+    Remove {
+        /// Its stable id.
+        id: PersistentId,
+        /// The component's roster name.
+        component: String,
+    },
+    /// Delete the whole entity.
+    Delete {
+        /// Its stable id.
+        id: PersistentId,
+    },
+}
+
+/// Creates, updates and deletes by stable id, applied all or nothing. The label is a label:
+/// no request deduplication is promised.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transaction {
+    /// A label for logs.
+    pub label: String,
+    /// The commands, applied in order.
+    pub commands: Vec<TxCommand>,
+}
+
+/// Why a transaction was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxRejection {
+    /// A create's id is already live (a repeated accepted create, or a collision).
+    #[error("{0} is already live")]
+    LiveId(PersistentId),
+    /// A create's id is not in the spawned namespace (authored ids come from content).
+    #[error("{0} is not a spawned id")]
+    NotSpawned(PersistentId),
+    /// An update, removal or delete names an id that is not live (at that point of the
+    /// transaction).
+    #[error("{0} is not live")]
+    UnknownId(PersistentId),
+    /// A component the world does not name.
+    #[error("component {0} is not in the world's roster")]
+    UnknownComponent(String),
+    /// A value of the wrong size.
+    #[error("component {component} takes {expected} bytes, found {found}")]
+    ComponentSize {
+        /// The component.
+        component: String,
+        /// Its size.
+        expected: usize,
+        /// The value's length.
+        found: usize,
+    },
+    /// A component named twice in one command.
+    #[error("component {0} repeated")]
+    RepeatedComponent(String),
+    /// More than [`MAX_COMMAND_COMPONENTS`] components.
+    #[error("too many components")]
+    TooManyComponents,
+    /// The command sets, changes or removes the identity ([`IDENTITY_COMPONENT`]).
+    #[error("the identity of a surviving entity cannot be set, changed or removed")]
+    IdentityOverride,
+}
+
+/// Failure of [`PersistentOps::transact`]; no live state changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxError {
+    /// Command `index` was refused.
+    #[error("command {index} refused: {reason}")]
+    Command {
+        /// Position in the transaction.
+        index: usize,
+        /// Why.
+        reason: TxRejection,
+    },
+    /// The world refused the transaction as a whole (phase, capacity, budgets, disabled).
+    #[error(transparent)]
+    World(#[from] DurableError),
+}
+
+/// What [`PersistentOps::transact`] changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TxReport {
+    /// Entities created.
+    pub created: usize,
+    /// Components inserted or replaced.
+    pub updated: usize,
+    /// Components removed.
+    pub removed: usize,
+    /// Entities deleted.
+    pub deleted: usize,
+}
+
+/// A violation of the identity invariant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvariantViolation {
+    /// A stable-id entry whose entity is not alive or whose index entries disagree.
+    #[error("stable id of slot {slot} is stale or inconsistent")]
+    Stale {
+        /// The slot.
+        slot: u32,
+    },
+    /// A stored id that is not canonical (bad namespace tag, version or padding).
+    #[error("stable id of slot {slot} is not canonical")]
+    NotCanonical {
+        /// The slot.
+        slot: u32,
+    },
+}
+
+/// Transactions queued for the next structural boundary (the deferred form of
+/// [`PersistentOps::transact`]).
+#[derive(Debug, Clone, Default)]
+pub struct TransactionQueue {
+    queued: Vec<Transaction>,
+}
+
+impl TransactionQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Queues `tx` (applied by [`PersistentOps::apply_deferred`]).
+    pub fn defer(&mut self, tx: Transaction) {
+        self.queued.push(tx);
+    }
+
+    /// Transactions waiting.
+    pub fn len(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Nothing waiting.
+    pub fn is_empty(&self) -> bool {
+        self.queued.is_empty()
+    }
+}
+
+/// `id` as the stable index's key and kind.
+fn stable_key(id: &PersistentId) -> (PersistentObjectKey, BindingKind) {
+    (
+        bytemuck::cast(id.key_bytes()),
+        BindingKind(id.namespace_tag()),
+    )
+}
+
+/// The simulated state of one id while a transaction is validated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sim {
+    Live,
+    Deleted,
+}
+
+/// Persistent spawn, transactions and the stable-id index of every durable world.
+pub trait PersistentOps: DurableOps {
+    /// The stable id of `entity`, if it has one.
+    fn stable_id(&self, entity: EntityId) -> Option<PersistentId> {
+        let (key, kind) = self.durable_ref().stable.binding_of(entity)?;
+        PersistentId::from_key(kind.0, bytemuck::cast(key)).ok()
+    }
+
+    /// The live entity with stable id `id`.
+    fn entity_of(&self, id: &PersistentId) -> Option<EntityId> {
+        let (key, kind) = stable_key(id);
+        let (e, found) = self.durable_ref().stable.lookup(self.registry(), &key)?;
+        (found == kind).then_some(e)
+    }
+
+    /// Validates `tx` as a whole against the world, then applies it all or nothing: creates
+    /// bind their prepared id to a fresh entity; updates insert or replace components;
+    /// removals remove one; deletes destroy the entity (its id is unbound). A failed
+    /// transaction changes no live state and leaves its prepared ids usable for a retry.
+    ///
+    /// # Errors
+    /// [`TxError::Command`] naming the first refused command ([`TxRejection`]);
+    /// [`TxError::World`] for the phase, capacity and budgets.
+    fn transact(&mut self, tx: &Transaction) -> Result<TxReport, TxError> {
+        let schema = schema::<Self>();
+        let (registry, _) = enabled(self)?;
+        registry.check_phase().map_err(DurableError::from)?;
+        // Validate in order, simulating which ids are live and how many slots are free (a
+        // create may take a slot a delete earlier in the transaction freed).
+        let mut sim: Vec<(PersistentId, Sim)> = Vec::new();
+        let live = |sim: &[(PersistentId, Sim)], id: &PersistentId| match sim
+            .iter()
+            .rev()
+            .find(|(i, _)| i == id)
+        {
+            Some((_, s)) => *s == Sim::Live,
+            None => self.entity_of(id).is_some(),
+        };
+        let mut room = registry.available();
+        let (mut creates, mut revisions) = (0u64, 0u64);
+        let pools = Self::Components::LEN as u64;
+        for (index, c) in tx.commands.iter().enumerate() {
+            let refuse = |reason| TxError::Command { index, reason };
+            match c {
+                TxCommand::Create { spawn } => {
+                    if !spawn.id.is_spawned() {
+                        return Err(refuse(TxRejection::NotSpawned(spawn.id)));
+                    }
+                    if live(&sim, &spawn.id) {
+                        return Err(refuse(TxRejection::LiveId(spawn.id)));
+                    }
+                    check_components(&schema, &spawn.components).map_err(refuse)?;
+                    if room == 0 {
+                        return Err(DurableError::from(registry.capacity_error(1)).into());
+                    }
+                    room -= 1;
+                    sim.push((spawn.id, Sim::Live));
+                    creates += 1;
+                    revisions += 1 + spawn.components.len() as u64;
+                }
+                TxCommand::Update { id, components } => {
+                    if !live(&sim, id) {
+                        return Err(refuse(TxRejection::UnknownId(*id)));
+                    }
+                    check_components(&schema, components).map_err(refuse)?;
+                    revisions += components.len() as u64;
+                }
+                TxCommand::Remove { id, component } => {
+                    if !live(&sim, id) {
+                        return Err(refuse(TxRejection::UnknownId(*id)));
+                    }
+                    if component == IDENTITY_COMPONENT {
+                        return Err(refuse(TxRejection::IdentityOverride));
+                    }
+                    if !schema.iter().any(|(n, ..)| n == component) {
+                        return Err(refuse(TxRejection::UnknownComponent(component.clone())));
+                    }
+                    revisions += 1;
+                }
+                TxCommand::Delete { id } => {
+                    if !live(&sim, id) {
+                        return Err(refuse(TxRejection::UnknownId(*id)));
+                    }
+                    // A release at the terminal generation retires the slot instead (an
+                    // entity created by this transaction is counted as freeing nothing).
+                    let frees = self
+                        .entity_of(id)
+                        .filter(|_| sim.iter().all(|(i, _)| i != id))
+                        .is_some_and(|e| e.generation() != TERMINAL_GENERATION);
+                    room += usize::from(frees);
+                    sim.push((*id, Sim::Deleted));
+                    revisions += 1 + pools;
+                }
+            }
+        }
+        if u64::MAX - registry.last_sequence() < creates {
+            return Err(DurableError::from(WorldError::SequenceExhausted).into());
+        }
+        registry
+            .check_revisions(revisions)
+            .map_err(DurableError::from)?;
+        // Apply: nothing below can fail (everything was checked against the same state).
+        let mut report = TxReport::default();
+        for c in &tx.commands {
+            let applied = match c {
+                TxCommand::Create { spawn } => {
+                    report.created += 1;
+                    apply_create(self, &schema, spawn)
+                }
+                TxCommand::Update { id, components } => {
+                    report.updated += components.len();
+                    self.entity_of(id)
+                        .ok_or(WorldError::UnknownComponent)
+                        .and_then(|e| insert_values(self, &schema, e, components))
+                }
+                TxCommand::Remove { id, component } => {
+                    report.removed += 1;
+                    self.entity_of(id)
+                        .ok_or(WorldError::UnknownComponent)
+                        .and_then(|e| remove_named(self, &schema, e, component))
+                }
+                TxCommand::Delete { id } => {
+                    report.deleted += 1;
+                    self.entity_of(id)
+                        .ok_or(WorldError::UnknownComponent)
+                        .and_then(|e| self.destroy(e))
+                }
+            };
+            debug_assert!(applied.is_ok(), "validated command failed: {applied:?}");
+            applied.map_err(DurableError::from)?;
+        }
+        Ok(report)
+    }
+
+    /// Applies every queued transaction in order at the structural boundary, each all or
+    /// nothing, and empties the queue; returns each one's outcome.
+    fn apply_deferred(&mut self, queue: &mut TransactionQueue) -> Vec<Result<TxReport, TxError>> {
+        core::mem::take(&mut queue.queued)
+            .iter()
+            .map(|tx| self.transact(tx))
+            .collect()
+    }
+
+    /// Checks the identity invariant over the whole world (O(capacity)): every stable id is
+    /// canonical and bound to a live entity consistently in both directions.
+    ///
+    /// # Errors
+    /// The first [`InvariantViolation`].
+    fn check_identity_invariant(&self) -> Result<(), InvariantViolation> {
+        let (registry, durable) = (self.registry(), self.durable_ref());
+        for (key, e, kind) in durable.stable.iter() {
+            let slot = e.slot();
+            if !registry.is_alive(e) {
+                return Err(InvariantViolation::Stale { slot });
+            }
+            let id = PersistentId::from_key(kind.0, bytemuck::cast(key))
+                .map_err(|_| InvariantViolation::NotCanonical { slot })?;
+            if self.entity_of(&id) != Some(e) {
+                return Err(InvariantViolation::Stale { slot });
+            }
+        }
+        if !durable.stable.check_consistent() {
+            return Err(InvariantViolation::Stale { slot: u32::MAX });
+        }
+        Ok(())
+    }
+}
+
+impl<R: Roster> PersistentOps for R {}
+
+/// Creates the entity of a validated prepared spawn (transactions and restore).
+pub(crate) fn apply_create<W: Roster>(
+    world: &mut W,
+    schema: &[(&'static str, TypeId, usize)],
+    spawn: &PreparedSpawn,
+) -> Result<(), WorldError> {
+    let e = world.create()?;
+    insert_values(world, schema, e, &spawn.components)?;
+    bind_stable(world, e, &spawn.id)
+}
+
+/// Binds `id` to the fresh entity `e` (its stable index entry).
+pub(crate) fn bind_stable<W: Roster>(
+    world: &mut W,
+    e: EntityId,
+    id: &PersistentId,
+) -> Result<(), WorldError> {
+    let (key, kind) = stable_key(id);
+    let (registry, durable) = enabled_mut(world).map_err(|_| WorldError::ForeignPool)?;
+    durable
+        .stable
+        .try_activate(
+            registry,
+            &[Activation {
+                entity: e,
+                key,
+                kind,
+            }],
+        )
+        .map_err(|_| WorldError::ForeignPool)
+}
+
+/// Inserts named component values (validated against `schema`) into `e`.
+pub(crate) fn insert_values<W: Roster>(
+    world: &mut W,
+    schema: &[(&'static str, TypeId, usize)],
+    e: EntityId,
+    values: &[ComponentValue],
+) -> Result<(), WorldError> {
+    for v in values {
+        let (_, id, size) = schema
+            .iter()
+            .find(|(n, ..)| *n == v.component)
+            .ok_or(WorldError::UnknownComponent)?;
+        if *size != v.bytes.0.len() {
+            return Err(WorldError::UnknownComponent);
+        }
+        let mut insert = InsertBytes {
+            world: &mut *world,
+            entity: e,
+            bytes: &v.bytes.0,
+            result: Err(WorldError::UnknownComponent),
+        };
+        W::Components::dispatch(*id, &mut insert);
+        insert.result?;
+    }
+    Ok(())
+}
+
+/// Removes the named component of `e`.
+fn remove_named<W: Roster>(
+    world: &mut W,
+    schema: &[(&'static str, TypeId, usize)],
+    e: EntityId,
+    component: &str,
+) -> Result<(), WorldError> {
+    let (_, id, _) = schema
+        .iter()
+        .find(|(n, ..)| *n == component)
+        .ok_or(WorldError::UnknownComponent)?;
+    let mut remove = RemoveType {
+        world,
+        entity: e,
+        result: Err(WorldError::UnknownComponent),
+    };
+    W::Components::dispatch(*id, &mut remove);
+    remove.result
+}

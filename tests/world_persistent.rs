@@ -1,0 +1,546 @@
+//! Persistent spawn, transactions, the identity invariant, checkpoints and replay (seed 002's
+//! evidence list, issue 11).
+
+use std::collections::HashSet;
+
+use bytemuck::{Pod, Zeroable};
+use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
+use ludus::identity::{PersistentId, PersistentIdError};
+use ludus::prelude::*;
+use ludus::world::{
+    digest_hex, Checkpoint, CheckpointError, ComponentValue, HexBytes, PrepareError, PreparedSpawn,
+    ReplayEntry, ReplayLog, Transaction, TransactionQueue, TxCommand, TxError, TxRejection,
+    IDENTITY_COMPONENT, REPLAY_FORMAT,
+};
+
+/// A position.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Pos {
+    /// x.
+    pub x: f32,
+    /// y.
+    pub y: f32,
+}
+
+/// Hit points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Hp(pub u32);
+
+ludus::world! {
+    /// The simulation world.
+    pub struct Sim {
+        /// Positions.
+        pub pos: Pos,
+        /// Hit points.
+        pub hp: Hp,
+    }
+}
+
+fn sim(capacity: usize) -> Sim {
+    let mut w = Sim::try_new_durable(capacity, DurableConfig::default()).unwrap();
+    w.begin_structural();
+    w
+}
+
+fn spawn(seed: u64, pos: Pos, hp: u32) -> PreparedSpawn {
+    PreparedSpawn::prepare::<Sim, _, _>((pos, Hp(hp)), &mut SeqEntropy::new(seed)).unwrap()
+}
+
+fn tx(commands: Vec<TxCommand>) -> Transaction {
+    Transaction {
+        label: "test".into(),
+        commands,
+    }
+}
+
+fn create(s: &PreparedSpawn) -> TxCommand {
+    TxCommand::Create { spawn: s.clone() }
+}
+
+fn hp_value(v: u32) -> ComponentValue {
+    ComponentValue {
+        component: "hp".into(),
+        bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
+    }
+}
+
+#[test]
+fn prepared_spawns_mint_once_copy_their_values_and_serialise() {
+    let mut entropy = SeqEntropy::new(1);
+    let mut value = (Pos { x: 1.0, y: 2.0 }, Hp(10));
+    let p = PreparedSpawn::prepare::<Sim, _, _>(value, &mut entropy).unwrap();
+    assert_eq!(entropy.fills_made(), 1);
+    assert!(p.id.is_spawned());
+    assert!(p.id.to_string().starts_with("spawned:"));
+    // Command-copy isolation: later changes to the caller's values do not leak in.
+    value.1 .0 = 99;
+    let json = serde_json::to_string(&p).unwrap();
+    let back: PreparedSpawn = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, p);
+    let mut w = sim(4);
+    w.transact(&tx(vec![create(&back)])).unwrap();
+    let e = w.entity_of(&p.id).unwrap();
+    assert_eq!(w.get::<Hp>(e), Some(&Hp(10)));
+    assert_eq!(
+        value.1,
+        Hp(99),
+        "the caller's copy changed, the command did not"
+    );
+    assert_eq!(w.stable_id(e), Some(p.id));
+    // Entropy failure: nothing minted, no fallback.
+    let mut failing = FailingEntropy::new(SeqEntropy::new(1), 1);
+    assert!(matches!(
+        PreparedSpawn::prepare::<Sim, _, _>((Hp(1),), &mut failing),
+        Err(PrepareError::Entropy(_))
+    ));
+    // An explicit identity override is refused.
+    let forged = vec![ComponentValue {
+        component: IDENTITY_COMPONENT.into(),
+        bytes: HexBytes(vec![0; 36]),
+    }];
+    assert_eq!(
+        PreparedSpawn::prepare_values::<Sim, _>(forged, &mut SeqEntropy::new(2)),
+        Err(PrepareError::IdentityOverride)
+    );
+    // Unknown members of a recorded command are refused.
+    let extra = json.replacen("{", "{\"extra\":1,", 1);
+    assert!(serde_json::from_str::<PreparedSpawn>(&extra).is_err());
+}
+
+#[test]
+fn a_sample_of_4096_spawns_has_no_duplicate() {
+    let n = if cfg!(miri) { 64 } else { 4096 };
+    let mut entropy = ludus::identity::OsEntropy;
+    let mut seen = HashSet::new();
+    let mut w = sim(n);
+    let mut batch = Vec::new();
+    for _ in 0..n {
+        let p = PreparedSpawn::prepare::<Sim, _, _>((Hp(1),), &mut entropy).unwrap();
+        assert!(seen.insert(p.id));
+        batch.push(create(&p));
+    }
+    assert_eq!(w.transact(&tx(batch)).unwrap().created, n);
+    assert_eq!(w.registry.len(), n);
+    w.check_identity_invariant().unwrap();
+}
+
+#[test]
+fn failed_transactions_change_nothing_and_retry_without_minting() {
+    let mut w = sim(3);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    w.transact(&tx(vec![create(&a)])).unwrap();
+    let before = w.checkpoint_digest();
+    let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
+    let c = spawn(3, Pos { x: 2.0, y: 2.0 }, 7);
+    // A bad command at the end: nothing applied.
+    let bad_end = tx(vec![
+        create(&b),
+        TxCommand::Update {
+            id: a.id,
+            components: vec![hp_value(50)],
+        },
+        TxCommand::Delete { id: c.id },
+    ]);
+    assert_eq!(
+        w.transact(&bad_end),
+        Err(TxError::Command {
+            index: 2,
+            reason: TxRejection::UnknownId(c.id)
+        })
+    );
+    assert_eq!(
+        w.checkpoint_digest(),
+        before,
+        "byte-identical after a failed transaction"
+    );
+    assert!(w.entity_of(&b.id).is_none());
+    // Capacity: three creates, two slots.
+    let d = spawn(4, Pos { x: 3.0, y: 3.0 }, 8);
+    let full = tx(vec![create(&b), create(&c), create(&d)]);
+    assert!(matches!(
+        w.transact(&full),
+        Err(TxError::World(DurableError::World(
+            WorldError::CapacityExhausted { .. }
+        )))
+    ));
+    assert_eq!(w.checkpoint_digest(), before);
+    // ... unless a delete earlier in the transaction frees a slot.
+    let replace = tx(vec![
+        TxCommand::Delete { id: a.id },
+        create(&b),
+        create(&c),
+        create(&d),
+    ]);
+    assert_eq!(w.transact(&replace).unwrap().created, 3);
+    // The retry used the recorded commands: no minting happened anywhere above.
+    assert!(w.entity_of(&a.id).is_none());
+    for p in [&b, &c, &d] {
+        assert!(w.entity_of(&p.id).is_some());
+    }
+    w.check_identity_invariant().unwrap();
+}
+
+#[test]
+fn collisions_and_repeated_creates_are_rejected_whole() {
+    let mut w = sim(8);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    w.transact(&tx(vec![create(&a)])).unwrap();
+    let live = w.registry.len();
+    // A repeated accepted create.
+    assert_eq!(
+        w.transact(&tx(vec![create(&a)])),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::LiveId(a.id)
+        })
+    );
+    // A live-id collision inside a larger transaction: rejected whole, no replacement minted.
+    let b = spawn(2, Pos { x: 0.0, y: 0.0 }, 5);
+    let collide = PreparedSpawn {
+        id: a.id,
+        components: b.components.clone(),
+    };
+    assert_eq!(
+        w.transact(&tx(vec![create(&b), create(&collide)])),
+        Err(TxError::Command {
+            index: 1,
+            reason: TxRejection::LiveId(a.id)
+        })
+    );
+    assert_eq!(w.registry.len(), live);
+    assert!(w.entity_of(&b.id).is_none());
+    // The same id twice in one transaction.
+    assert!(matches!(
+        w.transact(&tx(vec![create(&b), create(&b)])),
+        Err(TxError::Command { index: 1, .. })
+    ));
+    // Delete then create again with the same id in one transaction is an explicit reissue:
+    // allowed (the seed's invariant is not a tombstone ledger).
+    w.transact(&tx(vec![TxCommand::Delete { id: a.id }, create(&a)]))
+        .unwrap();
+}
+
+#[test]
+fn the_identity_cannot_be_set_changed_or_removed() {
+    let mut w = sim(4);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    w.transact(&tx(vec![create(&a)])).unwrap();
+    let rm = tx(vec![TxCommand::Remove {
+        id: a.id,
+        component: IDENTITY_COMPONENT.into(),
+    }]);
+    assert_eq!(
+        w.transact(&rm),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::IdentityOverride
+        })
+    );
+    let set = tx(vec![TxCommand::Update {
+        id: a.id,
+        components: vec![ComponentValue {
+            component: IDENTITY_COMPONENT.into(),
+            bytes: HexBytes(vec![0; 36]),
+        }],
+    }]);
+    assert_eq!(
+        w.transact(&set),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::IdentityOverride
+        })
+    );
+    // Authored ids are not created by spawns (namespace separation).
+    let authored = PersistentId::authored_legacy("w", "p", "o").unwrap();
+    let forged = PreparedSpawn {
+        id: authored,
+        components: vec![],
+    };
+    assert_eq!(
+        w.transact(&tx(vec![create(&forged)])),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::NotSpawned(authored)
+        })
+    );
+    // Deleting the whole entity is fine; other components can be removed.
+    w.transact(&tx(vec![TxCommand::Remove {
+        id: a.id,
+        component: "pos".into(),
+    }]))
+    .unwrap();
+    w.transact(&tx(vec![TxCommand::Delete { id: a.id }]))
+        .unwrap();
+    assert_eq!(w.registry.len(), 0);
+    w.check_identity_invariant().unwrap();
+}
+
+#[test]
+fn namespaces_parse_strictly_and_stay_apart() {
+    assert_eq!(
+        "spawned:67E55044-10b1-426f-9247-bb680e5fe0c8".parse::<PersistentId>(),
+        Err(PersistentIdError::Uppercase { index: 10 })
+    );
+    let authored = PersistentId::authored_legacy("world", "place", "object").unwrap();
+    let text = authored.to_string();
+    assert!(text.starts_with("authored:") && text.len() == 9 + 64);
+    // An authored text can never name a spawned id, and back.
+    let claim = format!("spawned:{}", &text[9..45]);
+    assert!(claim.parse::<PersistentId>().is_err());
+    let spawned = spawn(9, Pos { x: 0.0, y: 0.0 }, 1).id;
+    assert_ne!(spawned.namespace_tag(), authored.namespace_tag());
+}
+
+#[test]
+fn restore_rebinds_by_stable_id_and_invalidates_old_handles() {
+    let mut w = sim(8);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
+    w.transact(&tx(vec![create(&a), create(&b)])).unwrap();
+    let transient = w.spawn((Hp(77),)).unwrap();
+    let snapshot = w.checkpoint();
+    let digest = snapshot.digest();
+    assert_eq!(w.checkpoint_digest(), digest);
+    let old_a = w.entity_of(&a.id).unwrap();
+    // Change the world, then restore.
+    w.transact(&tx(vec![
+        TxCommand::Update {
+            id: a.id,
+            components: vec![hp_value(1)],
+        },
+        TxCommand::Delete { id: b.id },
+    ]))
+    .unwrap();
+    assert_ne!(w.checkpoint_digest(), digest);
+    w.restore(&snapshot).unwrap();
+    assert_eq!(w.checkpoint_digest(), digest);
+    let new_a = w.entity_of(&a.id).unwrap();
+    assert_ne!(new_a, old_a);
+    assert!(
+        !w.registry.is_alive(old_a),
+        "old handles are stale after restore"
+    );
+    assert_eq!(w.get::<Hp>(old_a), None);
+    assert_eq!(w.get::<Hp>(new_a), Some(&Hp(5)));
+    assert!(
+        w.registry.is_alive(transient),
+        "entities without a stable id are kept"
+    );
+    w.check_identity_invariant().unwrap();
+    // Through JSON, into a fresh world: the same digest.
+    let json = serde_json::to_string(&snapshot).unwrap();
+    let back: Checkpoint = serde_json::from_str(&json).unwrap();
+    let mut fresh = sim(8);
+    fresh.restore(&back).unwrap();
+    assert_eq!(fresh.checkpoint_digest(), digest);
+}
+
+#[test]
+fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
+    let mut w = sim(8);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
+    w.transact(&tx(vec![create(&a), create(&b)])).unwrap();
+    let good = w.checkpoint();
+    let before = w.checkpoint_digest();
+    type Expect = fn(&CheckpointError) -> bool;
+    let mut cases: Vec<(Checkpoint, Expect)> = Vec::new();
+    let mut removed = good.clone();
+    removed.entities[0].identity = None;
+    cases.push((removed, |e| {
+        matches!(e, CheckpointError::IdentityMissing { index: 0 })
+    }));
+    let mut forged = good.clone();
+    forged.entities[1].identity = Some(good.entities[0].id);
+    cases.push((forged, |e| {
+        matches!(e, CheckpointError::IdentityForged { index: 1 })
+    }));
+    let mut unsorted = good.clone();
+    unsorted.entities.swap(0, 1);
+    cases.push((unsorted, |e| {
+        matches!(e, CheckpointError::Order { index: 1 })
+    }));
+    let mut repeated = good.clone();
+    repeated.entities[1] = repeated.entities[0].clone();
+    cases.push((repeated, |e| {
+        matches!(e, CheckpointError::Order { index: 1 })
+    }));
+    let mut unknown = good.clone();
+    unknown.entities[0].components[0].component = "velocity".into();
+    cases.push((unknown, |e| {
+        matches!(e, CheckpointError::Component { index: 0, .. })
+    }));
+    let mut size = good.clone();
+    size.entities[0].components[0].bytes.0.push(0);
+    cases.push((size, |e| {
+        matches!(e, CheckpointError::Component { index: 0, .. })
+    }));
+    let mut version = good.clone();
+    version.version = 2;
+    cases.push((version, |e| matches!(e, CheckpointError::Format { .. })));
+    let mut too_many = good.clone();
+    for seed in 10..20 {
+        let p = spawn(seed, Pos { x: 0.0, y: 0.0 }, 1);
+        too_many.entities.push(ludus::world::CheckpointEntity {
+            id: p.id,
+            identity: Some(p.id),
+            components: vec![],
+        });
+    }
+    too_many.entities.sort_by_key(|x| x.id);
+    cases.push((too_many, |e| matches!(e, CheckpointError::World(_))));
+    for (i, (cp, expected)) in cases.iter().enumerate() {
+        let err = w.restore(cp).unwrap_err();
+        assert!(expected(&err), "case {i}: {err:?}");
+        assert_eq!(w.checkpoint_digest(), before, "case {i} changed the world");
+    }
+    // Unknown members in the JSON form.
+    let json =
+        serde_json::to_string(&good)
+            .unwrap()
+            .replacen("\"version\"", "\"extra\":0,\"version\"", 1);
+    assert!(serde_json::from_str::<Checkpoint>(&json).is_err());
+}
+
+#[test]
+fn the_digest_ignores_slot_dense_and_insertion_order() {
+    let ps: Vec<PreparedSpawn> = (0..6)
+        .map(|i| {
+            spawn(
+                i,
+                Pos {
+                    x: i as f32,
+                    y: 0.0,
+                },
+                i as u32,
+            )
+        })
+        .collect();
+    let mut w1 = sim(16);
+    w1.transact(&tx(ps.iter().map(create).collect())).unwrap();
+    let mut w2 = sim(16);
+    // Other slots (transients first), reverse order, components inserted the other way round.
+    for _ in 0..5 {
+        w2.spawn((Hp(0),)).unwrap();
+    }
+    for p in ps.iter().rev() {
+        let mut q = p.clone();
+        q.components.reverse();
+        w2.transact(&tx(vec![create(&q)])).unwrap();
+    }
+    assert_eq!(w1.checkpoint_digest(), w2.checkpoint_digest());
+    assert_eq!(w1.checkpoint(), w2.checkpoint());
+}
+
+#[test]
+fn deferred_transactions_apply_at_the_boundary() {
+    let mut w = sim(4);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    let mut queue = TransactionQueue::new();
+    queue.defer(tx(vec![create(&a)]));
+    queue.defer(tx(vec![create(&a)])); // the repeat is refused on its own
+    w.end_structural();
+    let results = w.apply_deferred(&mut queue);
+    assert!(
+        results.iter().all(|r| r.is_err()),
+        "outside the structural phase"
+    );
+    w.begin_structural();
+    queue.defer(tx(vec![create(&a)]));
+    queue.defer(tx(vec![create(&a)]));
+    let results = w.apply_deferred(&mut queue);
+    assert!(results[0].is_ok() && results[1].is_err());
+    assert!(queue.is_empty());
+}
+
+/// The golden fixture: two fixed prepared commands, spawn / update / delete at ticks above
+/// 2^53, through JSON.
+fn golden_log() -> ReplayLog {
+    let survivor = PreparedSpawn::prepare::<Sim, _, _>(
+        (Pos { x: 1.5, y: -2.0 }, Hp(100)),
+        &mut FixedEntropy::new([0x11; 16]),
+    )
+    .unwrap();
+    let doomed =
+        PreparedSpawn::prepare::<Sim, _, _>((Hp(7),), &mut FixedEntropy::new([0x22; 16])).unwrap();
+    let base = (1u64 << 53) + 1;
+    ReplayLog {
+        format: REPLAY_FORMAT.into(),
+        version: 1,
+        entries: vec![
+            ReplayEntry {
+                tick: base,
+                transaction: tx(vec![create(&survivor), create(&doomed)]),
+            },
+            ReplayEntry {
+                tick: base + 1,
+                transaction: tx(vec![TxCommand::Update {
+                    id: survivor.id,
+                    components: vec![hp_value(90)],
+                }]),
+            },
+            ReplayEntry {
+                tick: base + 2,
+                transaction: tx(vec![TxCommand::Delete { id: doomed.id }]),
+            },
+        ],
+    }
+}
+
+const GOLDEN_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/persistent-identity.1.json"
+);
+const GOLDEN_DIGEST: &str = "702f8dd07780726ab2b9fe73611f52f4122d9e2bc14f42e12b14e108542c522d";
+
+#[test]
+fn golden_replay_matches_its_digest() {
+    let text = std::fs::read_to_string(GOLDEN_PATH).expect("fixture");
+    let log: ReplayLog = serde_json::from_str(&text).unwrap();
+    assert_eq!(log, golden_log(), "the fixture is what the test prepares");
+    // Ticks above 2^53 survive JSON exactly.
+    assert_eq!(log.entries[0].tick, (1u64 << 53) + 1);
+    assert!(text.contains("9007199254740993"));
+    let mut w = sim(8);
+    w.replay(&log).unwrap();
+    let digest = digest_hex(&w.checkpoint_digest());
+    assert_eq!(digest, GOLDEN_DIGEST);
+    // The restored snapshot keeps the survivor and excludes the deleted entity.
+    let snapshot = w.checkpoint();
+    assert_eq!(snapshot.entities.len(), 1);
+    let mut fresh = sim(8);
+    fresh.restore(&snapshot).unwrap();
+    assert_eq!(digest_hex(&fresh.checkpoint_digest()), GOLDEN_DIGEST);
+    let e = fresh
+        .entity_of(
+            &log.entries[0]
+                .transaction
+                .commands
+                .iter()
+                .find_map(|c| match c {
+                    TxCommand::Create { spawn } => Some(spawn.id),
+                    _ => None,
+                })
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(fresh.get::<Hp>(e), Some(&Hp(90)));
+    // A log whose ticks go backwards is refused.
+    let mut bad = log.clone();
+    bad.entries.swap(1, 2);
+    assert!(sim(8).replay(&bad).is_err());
+}
+
+/// Writes the golden fixture (run once with `LUDUS_WRITE_GOLDEN=1`).
+#[test]
+fn write_golden_fixture_when_asked() {
+    if std::env::var_os("LUDUS_WRITE_GOLDEN").is_some() {
+        let text = serde_json::to_string_pretty(&golden_log()).unwrap();
+        std::fs::write(GOLDEN_PATH, text + "\n").unwrap();
+        let mut w = sim(8);
+        w.replay(&golden_log()).unwrap();
+        println!("digest {}", digest_hex(&w.checkpoint_digest()));
+    }
+}
