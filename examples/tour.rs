@@ -132,6 +132,42 @@ fn durable_identity() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Section 7: persistent spawn, an atomic transaction, a checkpoint digest and a restore.
+fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
+    use ludus::world::{PreparedSpawn, Transaction, TxCommand};
+    let mut level = Level::try_new_durable(64, DurableConfig::default())?;
+    level.begin_structural();
+    // Minted once at ingress; the JSON is what a server records and replays.
+    let spawn =
+        PreparedSpawn::prepare::<Level, _, _>((Position { x: 3.0, y: 4.0 },), &mut OsEntropy)?;
+    println!(
+        "  prepared {} ({} bytes of JSON)",
+        spawn.id,
+        serde_json::to_string(&spawn)?.len()
+    );
+    let tx = Transaction {
+        label: "spawn-pickup".into(),
+        commands: vec![TxCommand::Create {
+            spawn: spawn.clone(),
+        }],
+    };
+    level.transact(&tx)?;
+    let refused = level.transact(&tx).unwrap_err();
+    println!("  replaying the same create is refused whole: {refused}");
+    let before = level.checkpoint();
+    let e = level.entity_of(&spawn.id).ok_or("not live")?;
+    level.position.get_mut(e).ok_or("no position")?.x = 100.0;
+    level.restore(&before)?;
+    let again = level.entity_of(&spawn.id).ok_or("not restored")?;
+    println!(
+        "  restored digest {} (x = {}); the old handle is {:?}",
+        &ludus::world::digest_hex(&level.checkpoint_digest())[..16],
+        level.get::<Position>(again).map_or(f32::NAN, |p| p.x),
+        level.registry.diagnose(e)
+    );
+    Ok(())
+}
+
 ludus::world! {
     /// The tour's world: three pools and one owned group.
     struct Game {
@@ -335,10 +371,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n== 6. durable identity: mint, bind, resolve, unload, reload, duplicate");
     durable_identity()?;
 
+    println!(
+        "\n== 7. persistent spawn: prepare once, transact all or nothing, checkpoint, restore"
+    );
+    persistent_spawn()?;
+
     drop(game);
     let end = domain.usage();
     println!(
-        "\n== 7. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
+        "\n== 8. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
         end.live_bytes, end.live_blocks, end.high_water_bytes
     );
     Ok(())
