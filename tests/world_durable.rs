@@ -55,7 +55,11 @@ fn key(instance: u128, object: u128) -> PersistentObjectKey {
 }
 
 fn level(capacity: usize) -> Level {
-    let mut w = Level::try_new_durable(capacity, DurableConfig::default()).unwrap();
+    let config = DurableConfig {
+        name_bytes: 4096,
+        ..DurableConfig::default()
+    };
+    let mut w = Level::try_new_durable(capacity, config).unwrap();
     w.begin_structural();
     w
 }

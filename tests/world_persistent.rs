@@ -39,7 +39,11 @@ ludus::world! {
 }
 
 fn sim(capacity: usize) -> Sim {
-    let mut w = Sim::try_new_durable(capacity, DurableConfig::default()).unwrap();
+    let config = DurableConfig {
+        name_bytes: 256,
+        ..DurableConfig::default()
+    };
+    let mut w = Sim::try_new_durable(capacity, config).unwrap();
     w.begin_structural();
     w
 }
@@ -496,6 +500,7 @@ const GOLDEN_PATH: &str = concat!(
 const GOLDEN_DIGEST: &str = "702f8dd07780726ab2b9fe73611f52f4122d9e2bc14f42e12b14e108542c522d";
 
 #[test]
+#[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
 fn golden_replay_matches_its_digest() {
     let text = std::fs::read_to_string(GOLDEN_PATH).expect("fixture");
     let log: ReplayLog = serde_json::from_str(&text).unwrap();
@@ -535,6 +540,7 @@ fn golden_replay_matches_its_digest() {
 
 /// Writes the golden fixture (run once with `LUDUS_WRITE_GOLDEN=1`).
 #[test]
+#[cfg_attr(miri, ignore = "writes the fixture file")]
 fn write_golden_fixture_when_asked() {
     if std::env::var_os("LUDUS_WRITE_GOLDEN").is_some() {
         let text = serde_json::to_string_pretty(&golden_log()).unwrap();
