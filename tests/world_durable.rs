@@ -643,7 +643,7 @@ fn crafted(n: usize) -> (Vec<PersistentObjectKey>, u64) {
 
 #[test]
 fn a_crafted_collision_set_is_refused_at_the_probe_limit_not_quadratic() {
-    let n = 300;
+    let n = if cfg!(miri) { 140 } else { 300 };
     let (keys, w2) = crafted(n);
     let mut w = level(n);
     let mut es = vec![EntityId::NULL; n];
