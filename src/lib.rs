@@ -7,7 +7,8 @@
 //!   handles.
 //! * [`memory`] — allocation domains with counters, backends and a fixed-capacity arena.
 //! * [`world`](mod@world) — the entity registry, component pools, phases, commands and joins.
-//! * [`content`] — empty for now: the planned home of durable records at the world boundary.
+//! * [`content`] — World records (version 1 and 2), the identity migration manifest, atomic
+//!   publication, and the `ludus-cook identity` commands.
 //!
 //! The library never installs a global allocator and never intercepts `malloc`.
 #![deny(unsafe_op_in_unsafe_fn)]

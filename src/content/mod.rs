@@ -1,8 +1,43 @@
-//! Durable content at the world boundary — planned, not implemented.
+//! Durable content at the world boundary: World records, the migration manifest, and the
+//! `ludus-cook identity` commands.
 //!
-//! This module is empty: it defines no types or functions yet. It is the planned home of the
-//! next stage: World records, migration manifests, graph duplication, two-pass restore and
-//! checkpoints, built on [`world`](mod@crate::world) and [`identity`](crate::identity). Until
-//! then the only durable, serialisable types are the ids in [`identity`](crate::identity)
-//! (`AssetId`, `SourceObjectId`, `InstanceId`, `PersistentObjectKey`; serde behind the `serde`
-//! feature).
+//! * [`WorldV1`] / [`WorldV2`] ([`WorldRecord`] for either) — World records with legacy ids
+//!   or durable UUIDs; strict readers, canonical writers.
+//! * [`Schema`] — a World schema file: each component's entity-typed properties.
+//! * [`Manifest`] — `ludus.identity-migration` version 1, the committed map from legacy ids to
+//!   UUIDs; [`generate_manifest`] and [`extend_manifest`] mint it from an injected
+//!   [`EntropySource`](crate::identity::EntropySource); [`apply`] replays it onto a version-1
+//!   document without minting.
+//! * [`publish`] — atomic, create-new publication of whole files.
+//! * [`cook`] — the commands over files, which `src/bin/ludus-cook.rs` wraps.
+//!
+//! Every reader refuses unknown and duplicate members and reports each rejection as a
+//! [`Located`] error: the file, serde_json's line and column, and a typed kind. Nothing here
+//! touches a world: restoring records into one is the next stage. Formats, rules and exit
+//! codes: `docs/content.md`.
+
+mod apply;
+pub mod cook;
+mod error;
+mod json;
+mod manifest;
+mod migrate;
+mod path;
+pub mod publish;
+mod record;
+mod schema;
+
+pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
+pub use error::{Fault, JsonPath, Located, Shape, Step};
+pub use manifest::{
+    Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
+    MANIFEST_VERSION,
+};
+pub use migrate::{extend_manifest, generate_manifest, Extension, MigrateError};
+pub use path::{DocPath, PathError, DOC_PATH_MAX};
+pub use publish::PublishError;
+pub use record::{
+    is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
+    RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
+};
+pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

@@ -1,0 +1,393 @@
+//! Strict JSON reading shared by every content format.
+//!
+//! Reading is two steps. [`parse`] turns bytes into a [`serde_json::Value`] and refuses what
+//! serde_json lets through: a member named twice in one object (serde_json's own `Value`
+//! silently keeps the last). A format's decoder then walks the value with [`Object`], which
+//! refuses unknown and missing members, and reports each broken rule as a [`Fault`]: the kind
+//! and a [`JsonPath`]. Only when a fault is reported does [`locate`] read the bytes a second
+//! time to find the line and column of that path, so the successful path pays for no position
+//! bookkeeping.
+
+use core::fmt;
+use std::cell::RefCell;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use super::error::{key, Fault, Located, Shape, Step};
+
+/// Parses one JSON value, refusing duplicate members at any depth and trailing characters.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Value, (Shape, usize, usize)> {
+    let duplicate = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = StrictValue {
+        duplicate: &duplicate,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| {
+        let shape = match duplicate.into_inner() {
+            Some(name) => Shape::DuplicateMember { name },
+            None => Shape::Syntax {
+                message: message_of(&e),
+            },
+        };
+        (shape, e.line(), e.column())
+    })
+}
+
+/// serde_json's message without its " at line L column C" suffix (the position is carried apart).
+fn message_of(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// A `Value` builder that records the first duplicate member name it meets.
+#[derive(Clone, Copy)]
+struct StrictValue<'a> {
+    duplicate: &'a RefCell<Option<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if members.contains_key(&name) {
+                let message = format!("duplicate member `{name}`");
+                *self.duplicate.borrow_mut() = Some(name);
+                return Err(de::Error::custom(message));
+            }
+            let value = map.next_value_seed(self)?;
+            members.insert(name, value);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// The line and column of the value at `path` in `bytes` (1:1 when the path is not there).
+///
+/// Walks the bytes with serde_json, skipping everything off the path, and stops with a marker
+/// error once the value at the path has been read: serde_json stamps that error with its
+/// position, just past the value (for an object or array, just past its opening bracket).
+pub(crate) fn locate(bytes: &[u8], path: &[Step]) -> (usize, usize) {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match (Walk { path }).deserialize(&mut de) {
+        Err(e) if e.is_data() && e.line() > 0 => opening_bracket(bytes, e.line(), e.column()),
+        _ => (1, 1),
+    }
+}
+
+/// serde_json stamps an error raised on entering an object or array after skipping the
+/// whitespace that follows the bracket; step back to the bracket itself.
+fn opening_bracket(bytes: &[u8], line: usize, column: usize) -> (usize, usize) {
+    let mut start = 0;
+    let mut l = 1;
+    while l < line {
+        match bytes[start..].iter().position(|&b| b == b'\n') {
+            Some(i) => start += i + 1,
+            None => return (line, column),
+        }
+        l += 1;
+    }
+    let consumed = (start + column).min(bytes.len());
+    let before = bytes[..consumed]
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    match before {
+        Some(i) if matches!(bytes[i], b'{' | b'[') && i + 1 < consumed => {
+            let line_start = bytes[..i]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |n| n + 1);
+            let line = 1 + bytes[..i].iter().filter(|&&b| b == b'\n').count();
+            (line, i + 1 - line_start)
+        }
+        _ => (line, column),
+    }
+}
+
+const HERE: &str = "ludus-content-locate";
+
+struct Walk<'p> {
+    path: &'p [Step],
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Err(E::custom(HERE))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let Some((first, rest)) = self.path.split_first() else {
+            return Err(de::Error::custom(HERE));
+        };
+        let Step::Index(target) = *first else {
+            return Ok(());
+        };
+        for _ in 0..target {
+            if seq.next_element::<IgnoredAny>()?.is_none() {
+                return Ok(());
+            }
+        }
+        seq.next_element_seed(Walk { path: rest })?;
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let Some((first, rest)) = self.path.split_first() else {
+            return Err(de::Error::custom(HERE));
+        };
+        let Step::Key(target) = first else {
+            return Ok(());
+        };
+        while let Some(name) = map.next_key::<String>()? {
+            if name == *target {
+                return map.next_value_seed(Walk { path: rest });
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `bytes` and converts a rejection into a located one of the caller's kind.
+pub(crate) fn parse_located<K: From<Shape>>(
+    file: &std::path::Path,
+    bytes: &[u8],
+) -> Result<Value, Located<K>> {
+    parse(bytes).map_err(|(shape, line, column)| Located {
+        file: file.to_path_buf(),
+        line,
+        column,
+        kind: shape.into(),
+    })
+}
+
+/// A JSON object being decoded: members are taken out one by one.
+pub(crate) struct Object<'p> {
+    members: Map<String, Value>,
+    path: &'p [Step],
+}
+
+impl<'p> Object<'p> {
+    /// The object at `path`, or `WrongType` when `value` is not an object.
+    pub(crate) fn new(value: Value, path: &'p [Step]) -> Result<Self, Fault<Shape>> {
+        match value {
+            Value::Object(members) => Ok(Self { members, path }),
+            _ => Err(Fault::new(
+                Shape::WrongType {
+                    expected: "an object",
+                },
+                path,
+            )),
+        }
+    }
+
+    /// The path of this object.
+    pub(crate) fn path(&self) -> &'p [Step] {
+        self.path
+    }
+
+    /// Looks at a member without taking it.
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
+        self.members.get(name)
+    }
+
+    /// Refuses the first member (in name order) that is not in `known`.
+    pub(crate) fn deny_unknown(&self, known: &[&str]) -> Result<(), Fault<Shape>> {
+        match self.members.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(name) => Err(Fault::new(
+                Shape::UnknownMember { name: name.clone() },
+                &key(self.path, name),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes a required member.
+    pub(crate) fn take(&mut self, name: &'static str) -> Result<Value, Fault<Shape>> {
+        self.members
+            .remove(name)
+            .ok_or_else(|| Fault::new(Shape::MissingMember { name }, self.path))
+    }
+
+    /// Takes an optional member.
+    pub(crate) fn take_optional(&mut self, name: &str) -> Option<Value> {
+        self.members.remove(name)
+    }
+
+    /// The members left, in name order.
+    pub(crate) fn into_members(self) -> Map<String, Value> {
+        self.members
+    }
+}
+
+/// The string `value` at `path`.
+pub(crate) fn string(value: Value, path: &[Step]) -> Result<String, Fault<Shape>> {
+    match value {
+        Value::String(s) => Ok(s),
+        _ => Err(Fault::new(
+            Shape::WrongType {
+                expected: "a string",
+            },
+            path,
+        )),
+    }
+}
+
+/// The array `value` at `path`.
+pub(crate) fn array(value: Value, path: &[Step]) -> Result<Vec<Value>, Fault<Shape>> {
+    match value {
+        Value::Array(items) => Ok(items),
+        _ => Err(Fault::new(
+            Shape::WrongType {
+                expected: "an array",
+            },
+            path,
+        )),
+    }
+}
+
+/// The JSON text of a value, for messages (`1.5`, `"two"`).
+pub(crate) fn text_of(value: &Value) -> String {
+    value.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_are_refused_at_any_depth() {
+        let ok = parse(br#"{"a": {"b": 1, "c": [1, {"d": 2}]}}"#).unwrap();
+        assert_eq!(ok["a"]["c"][1]["d"], 2);
+        for (text, name) in [
+            (r#"{"a": 1, "a": 2}"#, "a"),
+            (r#"{"x": {"b": 1, "b": 1}}"#, "b"),
+            (r#"[{"q": 1, "\u0071": 2}]"#, "q"),
+        ] {
+            let (shape, line, _) = parse(text.as_bytes()).unwrap_err();
+            assert_eq!(
+                shape,
+                Shape::DuplicateMember {
+                    name: name.to_owned()
+                }
+            );
+            assert_eq!(line, 1);
+        }
+    }
+
+    #[test]
+    fn syntax_errors_keep_serde_json_positions() {
+        for text in [&b"{\n  \"a\": tru\n}"[..], b"[1, 2", b"{\"a\" 1}", b"\xff"] {
+            let (shape, line, column) = parse(text).unwrap_err();
+            assert!(matches!(shape, Shape::Syntax { .. }), "{shape:?}");
+            let theirs = serde_json::from_slice::<Value>(text).unwrap_err();
+            assert_eq!((line, column), (theirs.line(), theirs.column()));
+        }
+        let (shape, ..) = parse(b"{} {}").unwrap_err();
+        assert!(matches!(shape, Shape::Syntax { ref message } if message.contains("trailing")));
+    }
+
+    #[test]
+    fn locate_finds_values_by_path() {
+        let text = b"{\n  \"a\": [\n    1,\n    {\"b\": \"xy\"}\n  ]\n}";
+        let path = [Step::Key("a".into()), Step::Index(1), Step::Key("b".into())];
+        assert_eq!(locate(text, &path), (4, 14));
+        assert_eq!(locate(text, &path[..1]), (2, 8), "the opening bracket");
+        assert_eq!(locate(text, &path[..2]), (4, 5));
+        assert_eq!(locate(text, &[]), (1, 1));
+        assert_eq!(locate(b"{\"a\": []}", &[Step::Key("a".into())]), (1, 8));
+        assert_eq!(locate(text, &[Step::Key("zz".into())]), (1, 1));
+        assert_eq!(locate(text, &[Step::Index(0)]), (1, 1));
+    }
+}
