@@ -367,7 +367,8 @@ fn golden_replay_is_byte_identical_to_the_committed_version_2_records() {
 #[test]
 fn apply_refuses_each_class_with_its_own_kind_and_place() {
     let base = first_room_text();
-    let cases: Vec<(String, ApplyClass, Origin, fn(&A) -> bool)> = vec![
+    type Case = (String, ApplyClass, Origin, fn(&A) -> bool);
+    let cases: Vec<Case> = vec![
         (
             base.replacen("\"name\": \"Door\",", "\"name\": \"Door\", \"parent\": \"player\",", 1),
             ApplyClass::Unsupported,

@@ -390,7 +390,7 @@ fn extend_mints_only_what_a_grown_document_lacks() {
     let before = fs::read(site.path("m.json")).unwrap();
     fs::write(
         &world,
-        &text.replacen("\"id\": \"door:1\"", "\"id\": \"door:9\"", 1),
+        text.replacen("\"id\": \"door:1\"", "\"id\": \"door:9\"", 1),
     )
     .unwrap();
     refused(

@@ -266,7 +266,7 @@ mod tests {
         let e = extend_manifest(&first, &[(p("b.json"), &w)], &mut replay).unwrap();
         assert_eq!(e.minted, 2);
         assert_eq!(replay.fills_made(), 4, "two collisions replaced, two fresh");
-        assert!(MINT_ATTEMPTS >= 3);
+        const { assert!(MINT_ATTEMPTS >= 3) };
     }
 
     #[test]

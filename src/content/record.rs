@@ -237,7 +237,7 @@ impl WorldV1 {
     ///
     /// # Errors
     /// The first broken rule, with the path of the offending value.
-    pub fn check(&self) -> R<()> {
+    pub fn check(&self) -> Result<(), Fault<RecordErrorKind>> {
         check_schema(&self.schema)?;
         let entities = [Step::Key("entities".into())];
         let mut ids = HashSet::with_capacity(self.entities.len());
@@ -307,7 +307,7 @@ impl WorldV2 {
     ///
     /// # Errors
     /// The first broken rule, with the path of the offending value.
-    pub fn check(&self) -> R<()> {
+    pub fn check(&self) -> Result<(), Fault<RecordErrorKind>> {
         check_schema(&self.schema)?;
         let entities = [Step::Key("entities".into())];
         let mut labels = HashSet::with_capacity(self.entities.len());
