@@ -186,6 +186,7 @@ const REJECTIONS: &[(&str, usize, Check)] = &[
 ];
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn the_valid_fixture_reads_and_writes_back_byte_identical() {
     let (path, bytes) = fixture("valid.json");
     let m = Manifest::from_slice(&path, &bytes).unwrap();
@@ -198,6 +199,7 @@ fn the_valid_fixture_reads_and_writes_back_byte_identical() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn each_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
     for (name, line, check) in REJECTIONS {
         let (path, bytes) = fixture(name);
@@ -216,6 +218,7 @@ fn each_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn every_rejection_fixture_is_in_the_table() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/content/manifest");
     let mut on_disk: Vec<String> = std::fs::read_dir(dir)
@@ -230,6 +233,7 @@ fn every_rejection_fixture_is_in_the_table() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn the_golden_manifest_is_canonical() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/content/golden/identity-migration.json");
@@ -314,6 +318,7 @@ proptest! {
     /// Mutated valid manifests (bytes replaced, inserted, removed) never panic the reader,
     /// and whatever it accepts obeys every rule and writes back canonically.
     #[test]
+    #[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
     fn mutated_fixtures_never_panic(
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
     ) {

@@ -213,6 +213,7 @@ fn listed_match_disk(sub: &str, listed: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn each_record_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
     for (name, line, check) in RECORD_REJECTIONS {
         let (path, bytes) = read(&format!("records/{name}"));
@@ -235,6 +236,7 @@ fn each_record_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn each_schema_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
     for (name, line, check) in SCHEMA_REJECTIONS {
         let (path, bytes) = read(&format!("schema/{name}"));
@@ -256,6 +258,7 @@ fn each_schema_rejection_fixture_is_refused_with_its_own_error_at_its_line() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn each_version_reader_refuses_the_other_version() {
     let (p1, v1) = read("records/v1-valid.json");
     let (p2, v2) = read("records/v2-valid.json");
@@ -281,6 +284,7 @@ fn each_version_reader_refuses_the_other_version() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn records_write_canonically_and_read_back_equal() {
     for name in [
         "records/v1-valid.json",
@@ -338,6 +342,7 @@ fn replay(text: &str) -> Result<WorldV2, ludus::content::ApplyFault> {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn golden_replay_is_byte_identical_to_the_committed_version_2_records() {
     let g = golden();
     for room in ["first-room", "second-room"] {
@@ -365,6 +370,7 @@ fn golden_replay_is_byte_identical_to_the_committed_version_2_records() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn apply_refuses_each_class_with_its_own_kind_and_place() {
     let base = first_room_text();
     type Case = (String, ApplyClass, Origin, fn(&A) -> bool);
@@ -501,6 +507,7 @@ proptest! {
     /// Mutated valid records never panic the reader; what it accepts is valid and writes
     /// back canonically.
     #[test]
+    #[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
     fn mutated_records_never_panic(edits in edits(), v2 in any::<bool>()) {
         let name = if v2 { "records/v2-valid.json" } else { "records/v1-valid.json" };
         let bytes = mutate(read(name).1, &edits);
@@ -562,6 +569,7 @@ proptest! {
     /// A mutated document, manifest or schema that `identity apply` refuses leaves OUTPUT
     /// absent: a failed parse writes nothing.
     #[test]
+    #[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
     fn a_failed_apply_writes_nothing(edits in edits(), which in 0u8..3) {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");

@@ -3,7 +3,9 @@
 //! `migrate`, entropy failure (exit 3, nothing written), every refusal's exit code, extend.
 //!
 //! The entropy and publication seams (`LUDUS_COOK_TEST_*`) exist only in debug builds, so the
-//! tests that use them are `#[cfg(debug_assertions)]`; the rest also run in release.
+//! tests that use them are `#[cfg(debug_assertions)]`; the rest also run in release. Miri
+//! cannot spawn processes, so the file is empty under Miri.
+#![cfg(not(miri))]
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -241,6 +241,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri isolates the file system")]
     fn create_new_publishes_and_refuses_existing() {
         let dir = scratch("create");
         let dest = dir.join("m.json");
@@ -256,6 +257,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri isolates the file system")]
     fn a_file_that_appears_during_the_call_survives() {
         let dir = scratch("race");
         let dest = dir.join("m.json");
@@ -269,6 +271,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri isolates the file system")]
     fn replace_checks_the_old_bytes() {
         let dir = scratch("replace");
         let dest = dir.join("m.json");
@@ -290,6 +293,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri isolates the file system")]
     fn missing_directory_is_an_io_error_and_leaves_nothing() {
         let dir = scratch("nodir");
         let dest = dir.join("absent").join("m.json");
