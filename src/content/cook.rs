@@ -214,9 +214,7 @@ fn read_documents(
 
 fn migrate_error(e: MigrateError, manifest: &Path, manifest_bytes: &[u8]) -> CookError {
     match e {
-        MigrateError::RepeatedDocument { path } => CookError::Usage(format!(
-            "WORLD {path} is listed twice (paths are compared ignoring ASCII case)"
-        )),
+        e @ MigrateError::RepeatedDocument { .. } => CookError::Usage(e.to_string()),
         MigrateError::Entropy(e) => CookError::Entropy(e),
         MigrateError::Conflict { what } => CookError::Conflict { what },
         MigrateError::Stale { legacy_id, at, .. } => {

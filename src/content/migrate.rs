@@ -22,8 +22,9 @@ use super::record::WorldV1;
 /// Why no manifest was produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MigrateError {
-    /// The same document was listed twice (paths equal, or equal ignoring ASCII case).
-    #[error("document {path} is listed twice (paths are compared ignoring ASCII case)")]
+    /// The same document was listed twice, or a listed path equals a committed one only
+    /// ignoring ASCII case (one file on a case-insensitive file system, two in the manifest).
+    #[error("document {path} is listed twice, or differs from a manifest path only in ASCII case")]
     RepeatedDocument {
         /// The path.
         path: DocPath,
@@ -311,6 +312,17 @@ mod tests {
         let again =
             extend_manifest(m, &[(p("m.json"), &grown)], &mut FixedEntropy::new([0; 16])).unwrap();
         assert_eq!((again.minted, &again.manifest), (0, m));
+    }
+
+    #[test]
+    fn extend_refuses_a_path_that_differs_from_a_committed_one_only_in_case() {
+        let w = world(&["a"]);
+        let old = generate_manifest(&[(p("Levels/w.json"), &w)], &mut SeqEntropy::new(3)).unwrap();
+        let r = extend_manifest(&old, &[(p("levels/w.json"), &w)], &mut SeqEntropy::new(4));
+        assert!(
+            matches!(r, Err(MigrateError::RepeatedDocument { .. })),
+            "{r:?}"
+        );
     }
 
     #[test]
