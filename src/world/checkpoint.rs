@@ -104,22 +104,35 @@ pub enum CheckpointError {
     World(#[from] DurableError),
 }
 
+/// Bytes of an entity's header: tag, key, identity flag, component count.
+const ENTITY_HEADER: usize = 1 + 32 + 1 + 4;
+
 /// Writes the canonical encoding.
 struct Encoder {
     out: Vec<u8>,
 }
 
 impl Encoder {
-    fn new(entities: usize) -> Self {
-        let mut out = Vec::with_capacity(32 + entities * 64);
+    /// An encoder for `entities` entities of at most `per_entity` bytes each.
+    fn new(entities: usize, per_entity: usize) -> Self {
+        let mut out = Vec::with_capacity(28 + entities * per_entity);
         out.extend_from_slice(b"ludus.checkpoint.v1\0");
         out.extend_from_slice(&(entities as u64).to_le_bytes());
         Self { out }
     }
 
     fn entity(&mut self, id: &PersistentId, identity: bool, components: usize) {
-        self.out.push(id.namespace_tag() as u8);
-        self.out.extend_from_slice(&id.key_bytes());
+        self.entity_raw(
+            id.namespace_tag() as u8,
+            &id.key_bytes(),
+            identity,
+            components,
+        );
+    }
+
+    fn entity_raw(&mut self, tag: u8, key: &[u8; 32], identity: bool, components: usize) {
+        self.out.push(tag);
+        self.out.extend_from_slice(key);
         self.out.push(u8::from(identity));
         self.out
             .extend_from_slice(&(components as u32).to_le_bytes());
@@ -139,7 +152,18 @@ impl Checkpoint {
     /// The canonical bytes (module docs); components are sorted by name here, so any
     /// component order gives the same bytes.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut enc = Encoder::new(self.entities.len());
+        let widest = self
+            .entities
+            .iter()
+            .map(|e| {
+                e.components
+                    .iter()
+                    .map(|c| 8 + c.component.len() + c.bytes.0.len())
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap_or(0);
+        let mut enc = Encoder::new(self.entities.len(), ENTITY_HEADER + widest);
         let mut order: Vec<&ComponentValue> = Vec::new();
         for e in &self.entities {
             enc.entity(&e.id, e.identity.is_some(), e.components.len());
@@ -184,17 +208,35 @@ impl<'w, W: Roster> TypeVisitor for ValueOf<'w, W> {
     }
 }
 
-/// `(id, entity)` of every entity with a stable id, ascending by id.
-fn stable_entities<W: PersistentOps>(world: &W) -> Vec<(PersistentId, EntityId)> {
-    let mut v: Vec<(PersistentId, EntityId)> = world
+/// An entity with a stable id, keyed for sorting: `(namespace tag, key bytes as two
+/// big-endian halves)` orders exactly as [`PersistentId`]'s `Ord` (namespace, then bytes).
+type Keyed = ((u8, u128, u128), EntityId);
+
+/// Every entity with a stable id, ascending by id.
+fn stable_entities<W: PersistentOps>(world: &W) -> Vec<Keyed> {
+    let registry = world.registry();
+    let mut v: Vec<Keyed> = world
         .durable_ref()
         .stable
         .iter()
-        .filter(|(_, e, _)| world.registry().is_alive(*e))
-        .filter_map(|(_, e, _)| world.stable_id(e).map(|id| (id, e)))
+        .filter(|(_, e, _)| registry.is_alive(*e))
+        .map(|(key, e, kind)| {
+            let b: [u8; 32] = bytemuck::cast(key);
+            let hi = u128::from_be_bytes(b[..16].try_into().unwrap_or_default());
+            let lo = u128::from_be_bytes(b[16..].try_into().unwrap_or_default());
+            ((kind.0 as u8, hi, lo), e)
+        })
         .collect();
-    v.sort_unstable_by_key(|a| a.0);
+    v.sort_unstable_by_key(|k| k.0);
     v
+}
+
+/// The id of a sorted entry.
+fn id_of(k: &(u8, u128, u128)) -> Option<PersistentId> {
+    let mut b = [0u8; 32];
+    b[..16].copy_from_slice(&k.1.to_be_bytes());
+    b[16..].copy_from_slice(&k.2.to_be_bytes());
+    PersistentId::from_key(u32::from(k.0), b).ok()
 }
 
 /// Roster components sorted by name: `(name, type)`.
@@ -223,6 +265,7 @@ pub trait CheckpointOps: PersistentOps {
         let names = by_name::<Self>();
         let entities = stable_entities(self)
             .into_iter()
+            .filter_map(|(k, e)| id_of(&k).map(|id| (id, e)))
             .map(|(id, e)| CheckpointEntity {
                 id,
                 identity: Some(id),
@@ -248,20 +291,67 @@ pub trait CheckpointOps: PersistentOps {
     /// pools (no intermediate checkpoint).
     fn checkpoint_bytes(&self) -> Vec<u8> {
         let names = by_name::<Self>();
-        let entities = stable_entities(self);
-        let mut enc = Encoder::new(entities.len());
+        let sizes: usize = schema::<Self>()
+            .iter()
+            .map(|(n, _, s)| 8 + n.len() + s)
+            .sum();
+        let (registry, stable) = (self.registry(), &self.durable_ref().stable);
+        // Encode every record in slot order (the pools are read close to their dense
+        // order), then emit the records in id order.
+        let n = stable.len();
+        let mut records = Encoder {
+            out: Vec::with_capacity(n * (ENTITY_HEADER + sizes)),
+        };
+        let mut starts: Vec<usize> = Vec::with_capacity(n + 1);
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(n);
+        let mut keys: Vec<(u8, [u8; 32])> = Vec::with_capacity(n);
         let mut values: Vec<(&str, &[u8])> = Vec::with_capacity(names.len());
-        for (id, e) in &entities {
+        for (key, e, kind) in stable.iter() {
+            if !registry.is_alive(e) {
+                continue;
+            }
+            let key: [u8; 32] = bytemuck::cast(key);
+            let tag = kind.0 as u8;
             values.clear();
             values.extend(
                 names
                     .iter()
-                    .filter_map(|(n, t)| value(self, *e, *t).map(|b| (*n, b))),
+                    .filter_map(|(n, t)| value(self, e, *t).map(|b| (*n, b))),
             );
-            enc.entity(id, true, values.len());
+            starts.push(records.out.len());
+            records.entity_raw(tag, &key, true, values.len());
             for (n, b) in &values {
-                enc.component(n, b);
+                records.component(n, b);
             }
+            // Namespace in the top byte, then the key's first seven bytes: orders as the ids
+            // do up to ties, which the full key breaks below.
+            let mut prefix = [0u8; 8];
+            prefix[0] = tag;
+            prefix[1..].copy_from_slice(&key[..7]);
+            order.push((u64::from_be_bytes(prefix), keys.len() as u32));
+            keys.push((tag, key));
+        }
+        starts.push(records.out.len());
+        order.sort_unstable_by_key(|o| o.0);
+        // Runs of equal prefixes (rare) are ordered by the whole id.
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i + 1;
+            while j < order.len() && order[j].0 == order[i].0 {
+                j += 1;
+            }
+            if j - i > 1 {
+                order[i..j].sort_unstable_by_key(|o| keys[o.1 as usize]);
+            }
+            i = j;
+        }
+        let mut enc = Encoder::new(0, 0);
+        enc.out.reserve_exact(records.out.len());
+        enc.out[20..28].copy_from_slice(&(order.len() as u64).to_le_bytes());
+        for (_, at) in &order {
+            let at = *at as usize;
+            enc.out
+                .extend_from_slice(&records.out[starts[at]..starts[at + 1]]);
         }
         enc.out
     }

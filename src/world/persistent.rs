@@ -17,6 +17,7 @@
 
 use core::any::TypeId;
 use core::fmt;
+use std::collections::HashMap;
 
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
@@ -137,6 +138,7 @@ pub(crate) fn schema<W: Roster>() -> Vec<(&'static str, TypeId, usize)> {
 fn check_components(
     schema: &[(&'static str, TypeId, usize)],
     components: &[ComponentValue],
+    types: &mut Vec<TypeId>,
 ) -> Result<(), TxRejection> {
     if components.len() > MAX_COMMAND_COMPONENTS {
         return Err(TxRejection::TooManyComponents);
@@ -154,7 +156,7 @@ fn check_components(
                     found: c.bytes.0.len(),
                 })
             }
-            Some(_) => {}
+            Some((_, t, _)) => types.push(*t),
         }
         if components[..i].iter().any(|d| d.component == c.component) {
             return Err(TxRejection::RepeatedComponent(c.component.clone()));
@@ -208,7 +210,7 @@ impl PreparedSpawn {
         components: Vec<ComponentValue>,
         entropy: &mut S,
     ) -> Result<Self, PrepareError> {
-        check_components(&schema::<W>(), &components).map_err(|r| match r {
+        check_components(&schema::<W>(), &components, &mut Vec::new()).map_err(|r| match r {
             TxRejection::IdentityOverride => PrepareError::IdentityOverride,
             TxRejection::UnknownComponent(c) => PrepareError::UnknownComponent(c),
             other => PrepareError::Components(other.to_string()),
@@ -415,15 +417,13 @@ pub trait PersistentOps: DurableOps {
         registry.check_phase().map_err(DurableError::from)?;
         // Validate in order, simulating which ids are live and how many slots are free (a
         // create may take a slot a delete earlier in the transaction freed).
-        let mut sim: Vec<(PersistentId, Sim)> = Vec::new();
-        let live = |sim: &[(PersistentId, Sim)], id: &PersistentId| match sim
-            .iter()
-            .rev()
-            .find(|(i, _)| i == id)
-        {
-            Some((_, s)) => *s == Sim::Live,
+        let mut sim: HashMap<PersistentId, Sim> = HashMap::with_capacity(tx.commands.len());
+        let live = |sim: &HashMap<PersistentId, Sim>, id: &PersistentId| match sim.get(id) {
+            Some(s) => *s == Sim::Live,
             None => self.entity_of(id).is_some(),
         };
+        // The roster type of every value, in order (resolved once, applied without names).
+        let mut types: Vec<TypeId> = Vec::new();
         let mut room = registry.available();
         let (mut creates, mut revisions) = (0u64, 0u64);
         let pools = Self::Components::LEN as u64;
@@ -437,12 +437,12 @@ pub trait PersistentOps: DurableOps {
                     if live(&sim, &spawn.id) {
                         return Err(refuse(TxRejection::LiveId(spawn.id)));
                     }
-                    check_components(&schema, &spawn.components).map_err(refuse)?;
+                    check_components(&schema, &spawn.components, &mut types).map_err(refuse)?;
                     if room == 0 {
                         return Err(DurableError::from(registry.capacity_error(1)).into());
                     }
                     room -= 1;
-                    sim.push((spawn.id, Sim::Live));
+                    sim.insert(spawn.id, Sim::Live);
                     creates += 1;
                     revisions += 1 + spawn.components.len() as u64;
                 }
@@ -450,7 +450,7 @@ pub trait PersistentOps: DurableOps {
                     if !live(&sim, id) {
                         return Err(refuse(TxRejection::UnknownId(*id)));
                     }
-                    check_components(&schema, components).map_err(refuse)?;
+                    check_components(&schema, components, &mut types).map_err(refuse)?;
                     revisions += components.len() as u64;
                 }
                 TxCommand::Remove { id, component } => {
@@ -471,12 +471,12 @@ pub trait PersistentOps: DurableOps {
                     }
                     // A release at the terminal generation retires the slot instead (an
                     // entity created by this transaction is counted as freeing nothing).
-                    let frees = self
-                        .entity_of(id)
-                        .filter(|_| sim.iter().all(|(i, _)| i != id))
-                        .is_some_and(|e| e.generation() != TERMINAL_GENERATION);
+                    let frees = !sim.contains_key(id)
+                        && self
+                            .entity_of(id)
+                            .is_some_and(|e| e.generation() != TERMINAL_GENERATION);
                     room += usize::from(frees);
-                    sim.push((*id, Sim::Deleted));
+                    sim.insert(*id, Sim::Deleted);
                     revisions += 1 + pools;
                 }
             }
@@ -489,17 +489,21 @@ pub trait PersistentOps: DurableOps {
             .map_err(DurableError::from)?;
         // Apply: nothing below can fail (everything was checked against the same state).
         let mut report = TxReport::default();
+        let mut types = types.iter();
         for c in &tx.commands {
             let applied = match c {
                 TxCommand::Create { spawn } => {
                     report.created += 1;
-                    apply_create(self, &schema, spawn)
+                    self.create().and_then(|e| {
+                        insert_resolved(self, &mut types, e, &spawn.components)?;
+                        bind_stable(self, e, &spawn.id)
+                    })
                 }
                 TxCommand::Update { id, components } => {
                     report.updated += components.len();
                     self.entity_of(id)
                         .ok_or(WorldError::UnknownComponent)
-                        .and_then(|e| insert_values(self, &schema, e, components))
+                        .and_then(|e| insert_resolved(self, &mut types, e, components))
                 }
                 TxCommand::Remove { id, component } => {
                     report.removed += 1;
@@ -586,6 +590,28 @@ pub(crate) fn bind_stable<W: Roster>(
             }],
         )
         .map_err(|_| WorldError::ForeignPool)
+}
+
+/// Inserts component values whose roster types were resolved at validation (`types`, in
+/// value order) into `e`.
+fn insert_resolved<'t, W: Roster>(
+    world: &mut W,
+    types: &mut impl Iterator<Item = &'t TypeId>,
+    e: EntityId,
+    values: &[ComponentValue],
+) -> Result<(), WorldError> {
+    for v in values {
+        let id = types.next().ok_or(WorldError::UnknownComponent)?;
+        let mut insert = InsertBytes {
+            world: &mut *world,
+            entity: e,
+            bytes: &v.bytes.0,
+            result: Err(WorldError::UnknownComponent),
+        };
+        W::Components::dispatch(*id, &mut insert);
+        insert.result?;
+    }
+    Ok(())
 }
 
 /// Inserts named component values (validated against `schema`) into `e`.
