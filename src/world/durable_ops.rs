@@ -327,7 +327,7 @@ pub trait DurableOps: WorldOps {
     /// order). Each copy gets a new handle, the source's name and every component; a bound
     /// source's copy is bound in the same instance scope under a freshly minted
     /// `SourceObjectId` (from `entropy`, checked against the table and the ids minted so far,
-    /// at most [`MINT_ATTEMPTS`] candidates each). References between selected entities —
+    /// at most [`MINT_ATTEMPTS`](crate::identity::MINT_ATTEMPTS) candidates each). References between selected entities —
     /// parent links and the `entity_refs` fields — are rewritten to the copies; references
     /// outside the selection are kept. Copies join their (possibly copied) parent last, in
     /// selection order. All or nothing: the whole selection is validated and every id minted
@@ -346,7 +346,7 @@ pub trait DurableOps: WorldOps {
         duplicate::duplicate(self, selection, entropy, out)
     }
 
-    /// The outliner: every live entity with a binding, a name, a parent or children, in
+    /// The outliner: every live entity with a binding, a stable id, a name, a parent or children, in
     /// deterministic depth-first order (roots by slot, children in their order).
     fn outliner(&self) -> Outliner<'_, Self::Alloc> {
         Outliner::new(self.registry(), self.durable_ref())

@@ -82,7 +82,7 @@ impl WorldCounts {
     }
 }
 
-/// Depth-first rows of the outliner (see [`DurableOps::outliner`]).
+/// Depth-first rows of the outliner (see [`DurableOps::outliner`](super::DurableOps::outliner)).
 #[derive(Debug)]
 pub struct Outliner<'w, A: Allocator + Clone> {
     registry: &'w EntityRegistry<A>,
