@@ -370,8 +370,6 @@ struct Model {
     owner: u64,
     /// Binding capacity.
     bindings: usize,
-    /// The binding table hashes under [`colliding_secret`].
-    colliding: bool,
     slots: Vec<Slot>,
     /// Released slots, LIFO.
     free: Vec<u32>,
@@ -869,15 +867,7 @@ fn predict_duplicate(
         for _ in 0..MINT_ATTEMPTS {
             let object = SourceObjectId::mint(&mut *source).map_err(MintError::Entropy)?;
             let candidate = PersistentObjectKey::new(key.instance, object);
-            // KNOWN BUG (reported, not fixed here; see `a_reservation_is_matched_by_its_whole_key`
-            // below): a key reserved by a duplication in progress has no reverse entry, so
-            // `WorldBindingTable::key_matches` takes any key with the same 64-bit tag for it and
-            // a later candidate with an equal tag counts as taken although the keys differ.
-            // Under the colliding secret every key of the pool's scopes with a given object id
-            // has one tag, so the model follows the table: an id minted earlier in the same
-            // duplication, in any scope, takes the candidate. Drop this term once fixed.
-            let tag_collides = m.colliding && minted.iter().any(|k| k.object == candidate.object);
-            if !m.bound.contains_key(&candidate) && !minted.contains(&candidate) && !tag_collides {
+            if !m.bound.contains_key(&candidate) && !minted.contains(&candidate) {
                 found = Some(candidate);
                 break;
             }
@@ -1192,7 +1182,6 @@ fn run(ops: Vec<Op>, size: Size, colliding: bool) {
         recorded: Vec::new(),
         unloaded: Vec::new(),
         keys: pool,
-        colliding,
     };
     let mut cmd = CommandBuffer::try_with_capacity(COMMANDS, 64).unwrap();
     check(&mut w, &foreign, &foreign_keys, &m, &handles, "init");
@@ -1483,13 +1472,12 @@ fn run(ops: Vec<Op>, size: Size, colliding: bool) {
     }
 }
 
-/// Minimal reproduction of the known bug the colliding-keys property works around (see
-/// `predict_duplicate`): two bound sources in two instance scopes, one fixed id for both copies
-/// (so the two new keys differ only in their scope) and keys whose hashes are equal (a leaked
-/// secret). The second reservation is refused as taken: `MintError::Conflict`, though no key is
-/// bound or reserved twice. Un-ignore once `key_matches` compares reservations by key.
+/// Regression (found by this model): two bound sources in two instance scopes, one fixed id for
+/// both copies (so the two new keys differ only in their scope) and keys whose hashes are equal
+/// (a leaked secret). A reservation used to match every key with its tag, so the second one was
+/// refused as taken (`MintError::Conflict`) though no key was bound or reserved twice; now a
+/// reservation matches its own key only.
 #[test]
-#[ignore = "known bug: a reservation matches every key with its 64-bit tag (binding.rs key_matches)"]
 fn a_reservation_is_matched_by_its_whole_key() {
     let mut w = Level::try_new_durable(4, DurableConfig::default()).unwrap();
     w.test_hook_set_binding_secret(colliding_secret());

@@ -516,13 +516,20 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// Whether `e` (whose tag equals the key's) is the key's entry: its slot's reverse entry
-    /// holds the key (exact) for this incarnation, or it is a reservation.
+    /// holds the key (exact) for this incarnation, or it is the reservation of this key.
     #[inline(always)]
     fn key_matches(&self, e: &Entry, w: &Words) -> bool {
         match self.reverse.get(e.slot as usize) {
             Some(r) => r.generation == e.generation && r.key == *w,
-            None => true,
+            None => self.reserved_matches(e, w),
         }
+    }
+
+    /// Whether the reservation `e` is the one of key `w` (cold: only during a duplication).
+    #[cold]
+    fn reserved_matches(&self, e: &Entry, w: &Words) -> bool {
+        let k = (u32::MAX - e.slot) as usize;
+        self.scratch.get(k).is_some_and(|key| words(key) == *w)
     }
 
     /// Looks `w` up: its entry, or the first empty entry of its probe sequence (groups from
@@ -738,28 +745,27 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Ok(())
     }
 
-    /// Reserves a free `key` in the forward map with a placeholder (no entity yet) for a
-    /// duplication in progress; false when it is taken or its probe is too long.
+    /// Reserves a free `key` in the forward map for a duplication in progress: a placeholder
+    /// entry whose slot, `u32::MAX - k` (beyond every registry slot), names the key's place
+    /// `k` among the reserved keys, so it matches that key exactly. False when the key is taken,
+    /// its probe is too long, or `capacity - len` keys are reserved already.
     pub(crate) fn reserve(&mut self, key: &PersistentObjectKey) -> bool {
         let w = words(key);
+        if self.scratch.len() >= self.capacity - self.len {
+            return false;
+        }
         match self.probe(&w) {
             Probe::Vacant(i) => {
                 let tag = self.tag(&w);
                 *self.entry_mut(i) = Entry {
                     tag,
-                    slot: u32::MAX,
+                    slot: u32::MAX - self.scratch.len() as u32,
                     generation: u32::MAX,
                 };
+                self.scratch.push(*key);
                 true
             }
             _ => false,
-        }
-    }
-
-    /// Remembers a reserved key (the caller reserves at most `capacity - len` of them).
-    pub(crate) fn scratch_push(&mut self, key: PersistentObjectKey) {
-        if self.scratch.len() < self.scratch.capacity() {
-            self.scratch.push(key);
         }
     }
 

@@ -175,10 +175,7 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
             continue;
         };
         match mint_key(&mut durable.bindings, key.instance, entropy) {
-            Ok(new) => {
-                durable.bindings.scratch_push(new);
-                reserved += 1;
-            }
+            Ok(_) => reserved += 1,
             Err(m) => {
                 failure = Some(m);
                 break;

@@ -346,8 +346,9 @@ pub trait DurableOps: WorldOps {
         duplicate::duplicate(self, selection, entropy, out)
     }
 
-    /// The outliner: every live entity with a binding, a stable id, a name, a parent or children, in
-    /// deterministic depth-first order (roots by slot, children in their order).
+    /// The outliner: every live entity with a binding, a stable id, a name, a parent,
+    /// children or protection, in deterministic depth-first order (roots by slot, children in
+    /// their order).
     fn outliner(&self) -> Outliner<'_, Self::Alloc> {
         Outliner::new(self.registry(), self.durable_ref())
     }
