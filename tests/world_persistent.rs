@@ -550,3 +550,125 @@ fn write_golden_fixture_when_asked() {
         println!("digest {}", digest_hex(&w.checkpoint_digest()));
     }
 }
+
+/// Review findings: every one must be refused before anything changes.
+#[test]
+fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() {
+    use ludus::world::CheckpointEntity;
+    let mut w = sim(8);
+    let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
+    w.transact(&tx(vec![create(&a)])).unwrap();
+    let before = w.checkpoint_digest();
+    let live = w.registry.len();
+    // An authored id whose key bytes equal a spawned id's: refused in one checkpoint ...
+    let PersistentId::Spawned(u) = a.id else {
+        unreachable!()
+    };
+    let mut clash = [0u8; 32];
+    clash[..16].copy_from_slice(u.as_bytes());
+    let authored = PersistentId::Authored(clash);
+    let mut cp = w.checkpoint();
+    cp.entities.insert(
+        0,
+        CheckpointEntity {
+            id: authored,
+            identity: Some(authored),
+            components: vec![],
+        },
+    );
+    assert!(matches!(
+        w.restore(&cp),
+        Err(CheckpointError::Id { index: 1 })
+    ));
+    assert_eq!((w.checkpoint_digest(), w.registry.len()), (before, live));
+    // ... and a spawn whose key bytes a live authored id holds is refused too.
+    let only_authored = Checkpoint {
+        entities: vec![CheckpointEntity {
+            id: authored,
+            identity: Some(authored),
+            components: vec![],
+        }],
+        ..w.checkpoint()
+    };
+    w.restore(&only_authored).unwrap();
+    assert_eq!(
+        w.transact(&tx(vec![create(&a)])),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::LiveId(a.id)
+        })
+    );
+    w.restore(&cp_without(&cp, 0)).unwrap();
+    let before = w.checkpoint_digest();
+    // A non-canonical id built without parsing.
+    let nil = PreparedSpawn {
+        id: PersistentId::Spawned(uuid::Uuid::nil()),
+        components: vec![],
+    };
+    assert_eq!(
+        w.transact(&tx(vec![create(&nil)])),
+        Err(TxError::Command {
+            index: 0,
+            reason: TxRejection::NotCanonical(nil.id)
+        })
+    );
+    let mut bad = w.checkpoint();
+    bad.entities[0].id = PersistentId::Spawned(uuid::Uuid::from_u128(1));
+    bad.entities[0].identity = Some(bad.entities[0].id);
+    assert!(matches!(
+        w.restore(&bad),
+        Err(CheckpointError::Id { index: 0 })
+    ));
+    // Deleting a protected entity is refused whole (the create before it is not applied).
+    let e = w.entity_of(&a.id).unwrap();
+    w.set_protected(e, true).unwrap();
+    let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
+    assert_eq!(
+        w.transact(&tx(vec![create(&b), TxCommand::Delete { id: a.id }])),
+        Err(TxError::Command {
+            index: 1,
+            reason: TxRejection::Protected(a.id)
+        })
+    );
+    assert!(w.entity_of(&b.id).is_none());
+    assert_eq!(w.checkpoint_digest(), before);
+    w.set_protected(e, false).unwrap();
+    // A world without stable ids refuses before creating anything.
+    let mut plain = Sim::try_new_durable(
+        4,
+        DurableConfig {
+            stable_ids: false,
+            name_bytes: 64,
+            ..DurableConfig::default()
+        },
+    )
+    .unwrap();
+    plain.begin_structural();
+    assert_eq!(
+        plain.transact(&tx(vec![create(&b)])),
+        Err(TxError::World(DurableError::Disabled))
+    );
+    assert_eq!(plain.registry.len(), 0);
+    // A pool swapped in from another world: refused before anything changes.
+    let mut other = sim(8);
+    std::mem::swap(&mut w.hp, &mut other.hp);
+    assert_eq!(
+        w.transact(&tx(vec![create(&b)])),
+        Err(TxError::World(DurableError::World(WorldError::ForeignPool)))
+    );
+    assert!(matches!(
+        w.restore(&only_authored),
+        Err(CheckpointError::World(DurableError::World(
+            WorldError::ForeignPool
+        )))
+    ));
+    std::mem::swap(&mut w.hp, &mut other.hp);
+    assert_eq!(w.checkpoint_digest(), before);
+    w.check_identity_invariant().unwrap();
+}
+
+fn cp_without(cp: &Checkpoint, index: usize) -> Checkpoint {
+    let mut c = cp.clone();
+    c.entities.remove(index);
+    c
+}

@@ -691,7 +691,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             check_key(&c.key).map_err(CandidateRejection::InvalidKey)?;
         }
         let slot = c.entity.slot() as usize;
-        let rev = self.reverse[slot];
+        // A table sized for fewer slots than its registry refuses the others.
+        let Some(&rev) = self.reverse.get(slot) else {
+            return Err(CandidateRejection::Entity(Rejection::OutOfRange));
+        };
         if rev.generation != 0 {
             if rev.generation == c.entity.generation() {
                 return Err(
@@ -704,8 +707,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 );
             }
             // A stale binding: the slot's former incarnation was released without a detach.
+            // Dropping it is a removal (the revision advances), whatever the batch's fate.
             self.unbind_key(&rev.key);
             self.stats.stale_dropped += 1;
+            self.revision += 1;
         }
         let w = words(&c.key);
         let vacant = loop {
@@ -715,9 +720,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Probe::Found(i) => {
                     let existing = self.entity_at(self.entry(i));
                     if !registry.is_alive(existing) {
-                        // Stale: drop it and probe again (the shift may have moved the gap).
+                        // Stale: drop it (a removal: the revision advances) and probe again
+                        // (the shift may have moved the gap).
                         self.unbind_key(&w);
                         self.stats.stale_dropped += 1;
+                        self.revision += 1;
                         continue;
                     }
                     return Err(match batch[..index].iter().position(|d| d.key == c.key) {
@@ -790,11 +797,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             let e = self.entry_mut(i);
             e.slot = entity.slot();
             e.generation = entity.generation();
-            self.reverse[entity.slot() as usize] = Reverse {
-                key: w,
-                generation: entity.generation(),
-                kind: kind.0,
-            };
+            if let Some(r) = self.reverse.get_mut(entity.slot() as usize) {
+                *r = Reverse {
+                    key: w,
+                    generation: entity.generation(),
+                    kind: kind.0,
+                };
+            }
         }
     }
 
@@ -1127,5 +1136,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_table_for_fewer_slots_refuses_the_others() {
+        let (reg, _, es) = setup(8);
+        let mut t = WorldBindingTable::try_new_in(reg.owner(), 2, 2, Global).unwrap();
+        assert_eq!(
+            t.try_activate(&reg, &[Activation::new(es[5], key(1, 5))]),
+            Err(ActivationError::Candidate {
+                index: 0,
+                reason: CandidateRejection::Entity(Rejection::OutOfRange)
+            })
+        );
+        t.try_activate(&reg, &[Activation::new(es[1], key(1, 1))])
+            .unwrap();
+        assert!(t.check_consistent());
     }
 }

@@ -22,10 +22,10 @@ use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::durable_ops::{enabled, DurableError};
+use super::durable_ops::DurableError;
 use super::persistent::{
-    apply_create, schema, ComponentValue, HexBytes, PersistentOps, PreparedSpawn, Transaction,
-    TxError, IDENTITY_COMPONENT,
+    apply_create, check_persistent_world, is_canonical, schema, ComponentValue, HexBytes,
+    PersistentOps, PreparedSpawn, Transaction, TxError, IDENTITY_COMPONENT,
 };
 use super::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
 use super::{EntityId, WorldError};
@@ -90,6 +90,13 @@ pub enum CheckpointError {
         /// Position.
         index: usize,
     },
+    /// An id that is not canonical, or whose key bytes equal another entity's (a spawned and
+    /// an authored id can share them).
+    #[error("entity {index}: id not canonical or its key bytes repeated")]
+    Id {
+        /// Position.
+        index: usize,
+    },
     /// A component the world does not name, of the wrong size, repeated, or the reserved
     /// identity name.
     #[error("entity {index}: bad component {component}")]
@@ -106,6 +113,12 @@ pub enum CheckpointError {
 
 /// Bytes of an entity's header: tag, key, identity flag, component count.
 const ENTITY_HEADER: usize = 1 + 32 + 1 + 4;
+
+/// A length as 4 little-endian bytes (saturating: only a value of 4 GiB or more, which no
+/// restore accepts, could exceed it).
+fn len32(n: usize) -> [u8; 4] {
+    u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes()
+}
 
 /// Writes the canonical encoding.
 struct Encoder {
@@ -134,16 +147,13 @@ impl Encoder {
         self.out.push(tag);
         self.out.extend_from_slice(key);
         self.out.push(u8::from(identity));
-        self.out
-            .extend_from_slice(&(components as u32).to_le_bytes());
+        self.out.extend_from_slice(&len32(components));
     }
 
     fn component(&mut self, name: &str, bytes: &[u8]) {
-        self.out
-            .extend_from_slice(&(name.len() as u32).to_le_bytes());
+        self.out.extend_from_slice(&len32(name.len()));
         self.out.extend_from_slice(name.as_bytes());
-        self.out
-            .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        self.out.extend_from_slice(&len32(bytes.len()));
         self.out.extend_from_slice(bytes);
     }
 }
@@ -152,18 +162,17 @@ impl Checkpoint {
     /// The canonical bytes (module docs); components are sorted by name here, so any
     /// component order gives the same bytes.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let widest = self
-            .entities
-            .iter()
-            .map(|e| {
-                e.components
-                    .iter()
-                    .map(|c| 8 + c.component.len() + c.bytes.0.len())
-                    .sum::<usize>()
-            })
-            .max()
-            .unwrap_or(0);
-        let mut enc = Encoder::new(self.entities.len(), ENTITY_HEADER + widest);
+        // Exactly the bytes written (never a product an untrusted checkpoint could inflate).
+        let total = self.entities.iter().fold(0usize, |t, e| {
+            e.components
+                .iter()
+                .fold(t.saturating_add(ENTITY_HEADER), |t, c| {
+                    t.saturating_add(8 + c.component.len() + c.bytes.0.len())
+                })
+        });
+        let mut enc = Encoder::new(0, 0);
+        enc.out.reserve(total);
+        enc.out[20..28].copy_from_slice(&(self.entities.len() as u64).to_le_bytes());
         let mut order: Vec<&ComponentValue> = Vec::new();
         for e in &self.entities {
             enc.entity(&e.id, e.identity.is_some(), e.components.len());
@@ -376,10 +385,15 @@ pub trait CheckpointOps: PersistentOps {
                 version: checkpoint.version,
             });
         }
+        check_persistent_world(self)?;
         let schema = schema::<Self>();
+        let mut keys = std::collections::HashSet::with_capacity(checkpoint.entities.len());
         for (index, e) in checkpoint.entities.iter().enumerate() {
             if index > 0 && checkpoint.entities[index - 1].id >= e.id {
                 return Err(CheckpointError::Order { index });
+            }
+            if !is_canonical(&e.id) || !keys.insert(e.id.key_bytes()) {
+                return Err(CheckpointError::Id { index });
             }
             match e.identity {
                 None if e.id.is_spawned() => {
@@ -401,8 +415,6 @@ pub trait CheckpointOps: PersistentOps {
                 }
             }
         }
-        let (registry, _) = enabled(self)?;
-        registry.check_phase().map_err(DurableError::from)?;
         let old = stable_entities(self);
         let freed = old
             .iter()

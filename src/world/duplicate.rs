@@ -107,6 +107,10 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
     entropy: &mut S,
     out: &mut [EntityId],
 ) -> Result<(), DurableError> {
+    // A pool swapped in from another world would leave its component out of the copies.
+    if !super::ops::roster_intact(world) {
+        return Err(WorldError::ForeignPool.into());
+    }
     if selection.len() != out.len() {
         return Err(DurableError::LengthMismatch {
             selection: selection.len(),
@@ -186,9 +190,13 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
         durable.bindings.release_scratch(reserved);
         return Err(m.into());
     }
-    // Nothing below can fail: phase, liveness, capacity and budgets were checked.
-    let (registry, _) = enabled_mut(world)?;
-    registry.try_create_batch(out)?;
+    // Nothing below can fail: phase, liveness, capacity and budgets were checked (should the
+    // create fail anyway, the reservations are released and nothing has changed).
+    let (registry, durable) = enabled_mut(world)?;
+    if let Err(e) = registry.try_create_batch(out) {
+        durable.bindings.release_scratch(reserved);
+        return Err(e.into());
+    }
     let mut copy = CopyComponents {
         world: &mut *world,
         selection,

@@ -6,9 +6,10 @@
 //! restore, removed only with the whole entity, and no other path can set, change or remove it —
 //! so the seed's invariant (every spawned-namespace entity carries a canonical id and a matching
 //! identity; any identity equals its entity's stable id; a surviving entity's identity never
-//! changes) holds by construction and is checked again on every accepted final state
-//! ([`PersistentOps::check_identity_invariant`]). Records that carry an explicit identity
-//! component (checkpoints) are validated against it at the boundary.
+//! changes) holds by construction: transactions and restores accept canonical ids only, and
+//! never two ids with the same key bytes. [`PersistentOps::check_identity_invariant`] checks the
+//! whole world again on demand. Records that carry an explicit identity component
+//! (checkpoints) are validated against it at the boundary.
 //!
 //! A [`PreparedSpawn`] is minted once at trusted ingress and carries copies of its component
 //! values; retries and replays submit the recorded command and never mint again. A
@@ -264,9 +265,17 @@ pub struct Transaction {
 /// Why a transaction was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TxRejection {
-    /// A create's id is already live (a repeated accepted create, or a collision).
+    /// A create's id is already live (a repeated accepted create, or a collision), or its
+    /// 32 key bytes are those of a live id of the other namespace.
     #[error("{0} is already live")]
     LiveId(PersistentId),
+    /// An id built without parsing that is not canonical (nil, not version 4, nonzero
+    /// padding, an all-zero digest).
+    #[error("{0:?} is not a canonical id")]
+    NotCanonical(PersistentId),
+    /// A delete of a protected entity.
+    #[error("{0} is protected")]
+    Protected(PersistentId),
     /// A create's id is not in the spawned namespace (authored ids come from content).
     #[error("{0} is not a spawned id")]
     NotSpawned(PersistentId),
@@ -373,6 +382,36 @@ impl TransactionQueue {
     }
 }
 
+/// Whether `id` is canonical (what its text form would parse to).
+pub(crate) fn is_canonical(id: &PersistentId) -> bool {
+    PersistentId::from_key(id.namespace_tag(), id.key_bytes()).as_ref() == Ok(id)
+}
+
+/// Whether `id`'s 32 key bytes are bound in the stable index under any namespace.
+pub(crate) fn key_taken<W: Roster>(world: &W, id: &PersistentId) -> bool {
+    let (key, _) = stable_key(id);
+    world
+        .durable_ref()
+        .stable
+        .lookup(world.registry(), &key)
+        .is_some()
+}
+
+/// The checks every persistent operation makes before it validates anything else: durable
+/// tables with stable ids, and pools that are exactly the world's own (a pool swapped in from
+/// another world would refuse half way).
+pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), DurableError> {
+    let (registry, durable) = enabled(&*world)?;
+    registry.check_phase()?;
+    if durable.stable.capacity() == 0 {
+        return Err(DurableError::Disabled);
+    }
+    if !super::ops::roster_intact(world) {
+        return Err(WorldError::ForeignPool.into());
+    }
+    Ok(())
+}
+
 /// `id` as the stable index's key and kind.
 fn stable_key(id: &PersistentId) -> (PersistentObjectKey, BindingKind) {
     (
@@ -412,9 +451,9 @@ pub trait PersistentOps: DurableOps {
     /// [`TxError::Command`] naming the first refused command ([`TxRejection`]);
     /// [`TxError::World`] for the phase, capacity and budgets.
     fn transact(&mut self, tx: &Transaction) -> Result<TxReport, TxError> {
+        check_persistent_world(self)?;
         let schema = schema::<Self>();
         let (registry, _) = enabled(self)?;
-        registry.check_phase().map_err(DurableError::from)?;
         // Validate in order, simulating which ids are live and how many slots are free (a
         // create may take a slot a delete earlier in the transaction freed).
         let mut sim: HashMap<PersistentId, Sim> = HashMap::with_capacity(tx.commands.len());
@@ -434,7 +473,16 @@ pub trait PersistentOps: DurableOps {
                     if !spawn.id.is_spawned() {
                         return Err(refuse(TxRejection::NotSpawned(spawn.id)));
                     }
-                    if live(&sim, &spawn.id) {
+                    if !is_canonical(&spawn.id) {
+                        return Err(refuse(TxRejection::NotCanonical(spawn.id)));
+                    }
+                    // Live, or its key bytes taken by an id of the other namespace (only an
+                    // id this transaction deleted frees them).
+                    let taken = match sim.get(&spawn.id) {
+                        Some(s) => *s == Sim::Live,
+                        None => key_taken(self, &spawn.id),
+                    };
+                    if taken {
                         return Err(refuse(TxRejection::LiveId(spawn.id)));
                     }
                     check_components(&schema, &spawn.components, &mut types).map_err(refuse)?;
@@ -468,6 +516,9 @@ pub trait PersistentOps: DurableOps {
                 TxCommand::Delete { id } => {
                     if !live(&sim, id) {
                         return Err(refuse(TxRejection::UnknownId(*id)));
+                    }
+                    if self.entity_of(id).is_some_and(|e| self.is_protected(e)) {
+                        return Err(refuse(TxRejection::Protected(*id)));
                     }
                     // A release at the terminal generation retires the slot instead (an
                     // entity created by this transaction is counted as freeing nothing).
