@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use super::durable_ops::DurableError;
 use super::persistent::{
     apply_create, check_persistent_world, is_canonical, schema, ComponentValue, HexBytes,
-    PersistentOps, PreparedSpawn, Transaction, TxError, IDENTITY_COMPONENT,
+    PersistentOps, Transaction, TxError, IDENTITY_COMPONENT,
 };
 use super::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
 use super::{EntityId, WorldError};
@@ -448,11 +448,7 @@ pub trait CheckpointOps: PersistentOps {
             r.map_err(DurableError::from)?;
         }
         for e in &checkpoint.entities {
-            let spawn = PreparedSpawn {
-                id: e.id,
-                components: e.components.clone(),
-            };
-            let r = apply_create(self, &schema, &spawn);
+            let r = apply_create(self, &schema, &e.id, &e.components);
             debug_assert!(r.is_ok(), "{r:?}");
             r.map_err(DurableError::from)?;
         }

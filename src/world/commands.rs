@@ -117,34 +117,75 @@ tuple_command_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
 tuple_command_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
 tuple_command_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
 
-/// Inserts a command's value bytes as the component whose type matched (the caller checked
-/// that their length is the type's size).
-pub(crate) struct InsertBytes<'w, 'b, W> {
-    pub(crate) world: &'w mut W,
-    pub(crate) entity: EntityId,
-    pub(crate) bytes: &'b [u8],
-    pub(crate) result: Result<(), WorldError>,
+/// Inserts a value's bytes as the component whose type matched.
+struct InsertBytes<'w, 'b, W> {
+    world: &'w mut W,
+    entity: EntityId,
+    bytes: &'b [u8],
+    result: Result<(), WorldError>,
 }
 
 impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
     fn visit<T: Pod>(&mut self) {
-        // The bytes were recorded from a `T` (same `TypeId`), so the length matches.
-        let value: T = bytemuck::pod_read_unaligned(self.bytes);
-        self.result = ops::insert(self.world, self.entity, value).map(|_| ());
+        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
+            Ok(value) => ops::insert(self.world, self.entity, value).map(|_| ()),
+            Err(_) => Err(WorldError::UnknownComponent),
+        };
     }
 }
 
 /// Removes the component whose type matched.
-pub(crate) struct RemoveType<'w, W> {
-    pub(crate) world: &'w mut W,
-    pub(crate) entity: EntityId,
-    pub(crate) result: Result<(), WorldError>,
+struct RemoveType<'w, W> {
+    world: &'w mut W,
+    entity: EntityId,
+    result: Result<(), WorldError>,
 }
 
 impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
     fn visit<T: Pod>(&mut self) {
         self.result = ops::remove::<W, T>(self.world, self.entity).map(|_| ());
     }
+}
+
+/// Inserts `bytes` into `entity` as the value of `W`'s component type `component` (commands,
+/// transactions and restores: component dispatch by type id).
+///
+/// # Errors
+/// As [`WorldOps::insert`](super::WorldOps::insert); `UnknownComponent` for a type outside
+/// the roster or bytes of another size than the type's.
+pub(crate) fn insert_bytes<W: Roster>(
+    world: &mut W,
+    entity: EntityId,
+    component: TypeId,
+    bytes: &[u8],
+) -> Result<(), WorldError> {
+    let mut insert = InsertBytes {
+        world,
+        entity,
+        bytes,
+        result: Err(WorldError::UnknownComponent),
+    };
+    W::Components::dispatch(component, &mut insert);
+    insert.result
+}
+
+/// Removes `W`'s component type `component` from `entity`.
+///
+/// # Errors
+/// As [`WorldOps::remove`](super::WorldOps::remove); `UnknownComponent` for a type outside
+/// the roster.
+pub(crate) fn remove_type<W: Roster>(
+    world: &mut W,
+    entity: EntityId,
+    component: TypeId,
+) -> Result<(), WorldError> {
+    let mut remove = RemoveType {
+        world,
+        entity,
+        result: Err(WorldError::UnknownComponent),
+    };
+    W::Components::dispatch(component, &mut remove);
+    remove.result
 }
 
 /// A bounded list of structural commands with a bounded byte store for inserted values.
@@ -580,24 +621,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     size,
                 } => {
                     let entity = self.entity(subject)?;
-                    let mut insert = InsertBytes {
-                        world: &mut *world,
-                        entity,
-                        bytes: &self.bytes[offset as usize..(offset + size) as usize],
-                        result: Err(WorldError::UnknownComponent),
-                    };
-                    W::Components::dispatch(component, &mut insert);
-                    insert.result
+                    let bytes = &self.bytes[offset as usize..(offset + size) as usize];
+                    insert_bytes(world, entity, component, bytes)
                 }
                 Command::Remove { subject, component } => {
                     let entity = self.entity(subject)?;
-                    let mut remove = RemoveType {
-                        world: &mut *world,
-                        entity,
-                        result: Err(WorldError::UnknownComponent),
-                    };
-                    W::Components::dispatch(component, &mut remove);
-                    remove.result
+                    remove_type(world, entity, component)
                 }
             };
             debug_assert!(

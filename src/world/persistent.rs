@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 
-use super::commands::{CommandBundle, InsertBytes, RemoveType};
+use super::commands::{insert_bytes, remove_type, CommandBundle};
 use super::durable_ops::{enabled, enabled_mut, DurableError};
 use super::roster::{ComponentList, Roster, TypeVisitor};
 use super::{Activation, BindingKind, DurableOps, EntityId, WorldError, WorldOps};
@@ -611,15 +611,16 @@ pub trait PersistentOps: DurableOps {
 
 impl<R: Roster> PersistentOps for R {}
 
-/// Creates the entity of a validated prepared spawn (transactions and restore).
+/// Creates an entity with validated component values and binds `id` to it (restore).
 pub(crate) fn apply_create<W: Roster>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
-    spawn: &PreparedSpawn,
+    id: &PersistentId,
+    components: &[ComponentValue],
 ) -> Result<(), WorldError> {
     let e = world.create()?;
-    insert_values(world, schema, e, &spawn.components)?;
-    bind_stable(world, e, &spawn.id)
+    insert_values(world, schema, e, components)?;
+    bind_stable(world, e, id)
 }
 
 /// Binds `id` to the fresh entity `e` (its stable index entry).
@@ -653,41 +654,29 @@ fn insert_resolved<'t, W: Roster>(
 ) -> Result<(), WorldError> {
     for v in values {
         let id = types.next().ok_or(WorldError::UnknownComponent)?;
-        let mut insert = InsertBytes {
-            world: &mut *world,
-            entity: e,
-            bytes: &v.bytes.0,
-            result: Err(WorldError::UnknownComponent),
-        };
-        W::Components::dispatch(*id, &mut insert);
-        insert.result?;
+        insert_bytes(world, e, *id, &v.bytes.0)?;
     }
     Ok(())
 }
 
-/// Inserts named component values (validated against `schema`) into `e`.
-pub(crate) fn insert_values<W: Roster>(
+/// The roster type of component `name`.
+fn type_named(schema: &[(&'static str, TypeId, usize)], name: &str) -> Result<TypeId, WorldError> {
+    schema
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .map(|(_, t, _)| *t)
+        .ok_or(WorldError::UnknownComponent)
+}
+
+/// Inserts named component values into `e` (a wrong size is refused by `insert_bytes`).
+fn insert_values<W: Roster>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
     e: EntityId,
     values: &[ComponentValue],
 ) -> Result<(), WorldError> {
     for v in values {
-        let (_, id, size) = schema
-            .iter()
-            .find(|(n, ..)| *n == v.component)
-            .ok_or(WorldError::UnknownComponent)?;
-        if *size != v.bytes.0.len() {
-            return Err(WorldError::UnknownComponent);
-        }
-        let mut insert = InsertBytes {
-            world: &mut *world,
-            entity: e,
-            bytes: &v.bytes.0,
-            result: Err(WorldError::UnknownComponent),
-        };
-        W::Components::dispatch(*id, &mut insert);
-        insert.result?;
+        insert_bytes(world, e, type_named(schema, &v.component)?, &v.bytes.0)?;
     }
     Ok(())
 }
@@ -699,15 +688,5 @@ fn remove_named<W: Roster>(
     e: EntityId,
     component: &str,
 ) -> Result<(), WorldError> {
-    let (_, id, _) = schema
-        .iter()
-        .find(|(n, ..)| *n == component)
-        .ok_or(WorldError::UnknownComponent)?;
-    let mut remove = RemoveType {
-        world,
-        entity: e,
-        result: Err(WorldError::UnknownComponent),
-    };
-    W::Components::dispatch(*id, &mut remove);
-    remove.result
+    remove_type(world, e, type_named(schema, component)?)
 }

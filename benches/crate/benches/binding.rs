@@ -24,11 +24,14 @@ use std::collections::HashMap as StdHashMap;
 use std::hint::black_box;
 use std::sync::OnceLock;
 
-use bytemuck::{Pod, Zeroable};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use ludus::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
+use ludus::identity::{InstanceId, PersistentObjectKey};
 use ludus::prelude::*;
 use uuid::Uuid;
+
+#[path = "common/binding.rs"]
+mod common;
+use common::{key, spawned, Hp, Level, Rng};
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::RandomState>;
 /// One contender of `resolve_read`: [`BATCH`] lookups from stream position `at`, summed.
@@ -40,62 +43,6 @@ const BATCH: usize = 1024;
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
 /// Keys of `activate_100k`.
 const ACTIVATE: usize = 100_000;
-
-/// A small Pod component read after each lookup.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(u32);
-
-ludus::world! {
-    /// The bench world: one component.
-    pub struct Level { hp: Hp }
-}
-
-/// splitmix64: deterministic keys and shuffles.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A random version-4 UUID.
-    fn uuid(&mut self) -> Uuid {
-        let bytes = (u128::from(self.next()) << 64 | u128::from(self.next())).to_le_bytes();
-        uuid::Builder::from_random_bytes(bytes).into_uuid()
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i + 1));
-        }
-    }
-}
-
-fn key(instance: InstanceId, object: Uuid) -> PersistentObjectKey {
-    PersistentObjectKey::new(instance, SourceObjectId::from_uuid(object).unwrap())
-}
-
-/// A durable world of `n` entities (`Hp(i)`), their handles, and `n` fresh object UUIDs.
-fn spawned(n: usize, rng: &mut Rng) -> (Level, Vec<EntityId>, Vec<Uuid>) {
-    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
-    w.begin_structural();
-    let mut ids = vec![EntityId::NULL; n];
-    let spawned = w
-        .spawn_batch_into((0..n as u32).map(|i| (Hp(i),)), &mut ids)
-        .unwrap();
-    assert_eq!(spawned, n);
-    let objects = (0..n).map(|_| rng.uuid()).collect();
-    (w, ids, objects)
-}
 
 /// One size of `resolve_read`: the world with every key bound, the query stream in both key
 /// forms, and the three peer maps of the same pairs.

@@ -12,11 +12,14 @@
 
 use std::hint::black_box;
 
-use bytemuck::{Pod, Zeroable};
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use ludus::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
+use ludus::identity::{InstanceId, PersistentObjectKey};
 use ludus::prelude::*;
 use uuid::Uuid;
+
+#[path = "common/binding.rs"]
+mod common;
+use common::{key, spawned, Hp, Level, Rng};
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::FixedState>;
 
@@ -25,51 +28,11 @@ const BATCH: usize = 1024;
 /// Keys of `activate`.
 const ACTIVATE: usize = 10_000;
 
-/// A small Pod component read after each lookup.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(u32);
-
-ludus::world! {
-    /// The bench world: one component.
-    pub struct Level { hp: Hp }
-}
-
-/// splitmix64: deterministic keys and shuffles.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uuid(&mut self) -> Uuid {
-        let bytes = (u128::from(self.next()) << 64 | u128::from(self.next())).to_le_bytes();
-        uuid::Builder::from_random_bytes(bytes).into_uuid()
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-fn key(instance: InstanceId, object: Uuid) -> PersistentObjectKey {
-    PersistentObjectKey::new(instance, SourceObjectId::from_uuid(object).unwrap())
-}
-
 /// A durable world of `n` entities, the activation batch of `n` fresh keys, and the pairs.
 fn unbound(n: usize, rng: &mut Rng) -> (Level, Vec<Activation>, Vec<(Uuid, EntityId)>) {
     let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
-    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
-    w.begin_structural();
-    let mut ids = vec![EntityId::NULL; n];
-    w.spawn_batch_into((0..n as u32).map(|i| (Hp(i),)), &mut ids)
-        .unwrap();
-    let pairs: Vec<(Uuid, EntityId)> = ids.iter().map(|&e| (rng.uuid(), e)).collect();
+    let (w, ids, objects) = spawned(n, rng);
+    let pairs: Vec<(Uuid, EntityId)> = objects.into_iter().zip(ids).collect();
     let batch = pairs
         .iter()
         .map(|&(o, e)| Activation::new(e, key(instance, o)))

@@ -47,80 +47,22 @@
 use std::hint::black_box;
 use std::sync::OnceLock;
 
-use bytemuck::{Pod, Zeroable};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
-use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::PersistentId;
 use ludus::prelude::*;
-use ludus::world::{Checkpoint, PreparedSpawn, Transaction, TxCommand};
+use ludus::world::Checkpoint;
 use sha2::{Digest, Sha256};
+
+#[path = "common/persistent.rs"]
+mod common;
+use common::{durable, id_bytes, plain, prepared, Sim};
 
 /// Prepared spawns of `transact_10k`.
 const SPAWNS: usize = 10_000;
 /// Entities of `checkpoint_100k`.
 const ENTITIES: usize = 100_000;
-/// The canonical encoding's header (`checkpoint.rs` module docs).
-const HEADER: &[u8] = b"ludus.checkpoint.v1\0";
-
-/// A position.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos {
-    x: f32,
-    y: f32,
-}
-
-/// Hit points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(u32);
-
-ludus::world! {
-    /// The bench world: two small components (as in `tests/world_persistent.rs`).
-    pub struct Sim { pos: Pos, hp: Hp }
-}
-
-fn bundle(i: usize) -> (Pos, Hp) {
-    (
-        Pos {
-            x: i as f32,
-            y: -(i as f32),
-        },
-        Hp(i as u32),
-    )
-}
-
-/// `n` bundles and the transaction creating them (prepared spawns, one seed each).
-fn prepared(n: usize) -> (Vec<(Pos, Hp)>, Transaction) {
-    let bundles: Vec<(Pos, Hp)> = (0..n).map(bundle).collect();
-    let commands = bundles
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| TxCommand::Create {
-            spawn: PreparedSpawn::prepare::<Sim, _, _>(b, &mut SeqEntropy::new(i as u64)).unwrap(),
-        })
-        .collect();
-    let tx = Transaction {
-        label: "bench".into(),
-        commands,
-    };
-    (bundles, tx)
-}
-
-fn durable(capacity: usize) -> Sim {
-    let mut w = Sim::try_new_durable(capacity, DurableConfig::default()).unwrap();
-    w.begin_structural();
-    w
-}
-
-fn plain(capacity: usize) -> Sim {
-    let mut w = Sim::try_new(capacity).unwrap();
-    w.begin_structural();
-    w
-}
-
 fn transact_10k(c: &mut Criterion) {
     let (bundles, tx) = prepared(SPAWNS);
     // The contenders build the same worlds.
@@ -184,18 +126,7 @@ fn fixture() -> &'static Fixture {
         let checkpoint = world.checkpoint();
         assert_eq!(checkpoint.digest(), world.checkpoint_digest());
         let len = world.checkpoint_bytes().len();
-        // The id bytes, in dense order, as a stable-id index holds them.
-        let ids = world
-            .pos
-            .owners()
-            .iter()
-            .flat_map(|e| {
-                let id = world.stable_id(e).unwrap();
-                let mut b = vec![id.namespace_tag() as u8];
-                b.extend_from_slice(&id.key_bytes());
-                b
-            })
-            .collect();
+        let ids = id_bytes(&world);
         Fixture {
             world,
             checkpoint,
@@ -207,15 +138,7 @@ fn fixture() -> &'static Fixture {
 
 /// The baseline: the same number of bytes as the canonical form, copied and hashed.
 fn copy_hash(fx: &Fixture) -> [u8; 32] {
-    let w = &fx.world;
-    let mut out = Vec::with_capacity(fx.len);
-    out.extend_from_slice(HEADER);
-    out.extend_from_slice(&(ENTITIES as u64).to_le_bytes());
-    out.extend_from_slice(&fx.ids);
-    out.extend_from_slice(bytemuck::cast_slice(w.pos.values()));
-    out.extend_from_slice(bytemuck::cast_slice(w.hp.values()));
-    out.resize(fx.len, 0);
-    Sha256::digest(&out).into()
+    common::copy_hash(&fx.world, fx.len, &fx.ids)
 }
 
 fn checkpoint_100k(c: &mut Criterion) {

@@ -12,70 +12,18 @@
 
 use std::hint::black_box;
 
-use bytemuck::{Pod, Zeroable};
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use ludus::identity::test_entropy::SeqEntropy;
 use ludus::prelude::*;
-use ludus::world::{Checkpoint, PreparedSpawn, Transaction, TxCommand};
-use sha2::{Digest, Sha256};
+use ludus::world::{Checkpoint, Transaction};
+
+#[path = "common/persistent.rs"]
+mod common;
+use common::{durable, id_bytes, plain, prepared, Hp, Pos, Sim};
 
 /// Prepared spawns of `transact`.
 const SPAWNS: usize = 1_000;
 /// Entities of `checkpoint_digest`.
 const ENTITIES: usize = 10_000;
-/// The canonical encoding's header.
-const HEADER: &[u8] = b"ludus.checkpoint.v1\0";
-
-/// A position.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos {
-    x: f32,
-    y: f32,
-}
-
-/// Hit points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(u32);
-
-ludus::world! {
-    /// The bench world: two small components.
-    pub struct Sim { pos: Pos, hp: Hp }
-}
-
-fn bundle(i: usize) -> (Pos, Hp) {
-    (
-        Pos {
-            x: i as f32,
-            y: -(i as f32),
-        },
-        Hp(i as u32),
-    )
-}
-
-fn prepared(n: usize) -> (Vec<(Pos, Hp)>, Transaction) {
-    let bundles: Vec<(Pos, Hp)> = (0..n).map(bundle).collect();
-    let commands = bundles
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| TxCommand::Create {
-            spawn: PreparedSpawn::prepare::<Sim, _, _>(b, &mut SeqEntropy::new(i as u64)).unwrap(),
-        })
-        .collect();
-    let tx = Transaction {
-        label: "bench".into(),
-        commands,
-    };
-    (bundles, tx)
-}
-
-fn durable(capacity: usize) -> Sim {
-    let mut w = Sim::try_new_durable(capacity, DurableConfig::default()).unwrap();
-    w.begin_structural();
-    w
-}
-
 fn transact_setup(n: usize) -> (Sim, Transaction) {
     (durable(n), prepared(n).1)
 }
@@ -92,9 +40,7 @@ fn spawn_setup(n: usize) -> (Sim, Vec<(Pos, Hp)>) {
 }
 
 fn plain_setup(n: usize) -> (Sim, Vec<(Pos, Hp)>) {
-    let mut w = Sim::try_new(n).unwrap();
-    w.begin_structural();
-    (w, prepared(n).0)
+    (plain(n), prepared(n).0)
 }
 
 // Baseline of `transact`: the same bundles spawned directly into the same fresh durable world.
@@ -122,17 +68,7 @@ fn saved_setup(n: usize) -> Saved {
     w.transact(&prepared(n).1).unwrap();
     w.end_structural();
     let len = w.checkpoint_bytes().len();
-    let ids = w
-        .pos
-        .owners()
-        .iter()
-        .flat_map(|e| {
-            let id = w.stable_id(e).unwrap();
-            let mut b = vec![id.namespace_tag() as u8];
-            b.extend_from_slice(&id.key_bytes());
-            b
-        })
-        .collect();
+    let ids = id_bytes(&w);
     (w, len, ids)
 }
 
@@ -146,15 +82,7 @@ fn checkpoint_digest((w, _, _): Saved) -> [u8; 32] {
 #[library_benchmark]
 #[bench::k10000(args = (ENTITIES), setup = saved_setup)]
 fn copy_hash((w, len, ids): Saved) -> [u8; 32] {
-    let w = black_box(&w);
-    let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(HEADER);
-    out.extend_from_slice(&(w.pos.len() as u64).to_le_bytes());
-    out.extend_from_slice(&ids);
-    out.extend_from_slice(bytemuck::cast_slice(w.pos.values()));
-    out.extend_from_slice(bytemuck::cast_slice(w.hp.values()));
-    out.resize(len, 0);
-    Sha256::digest(&out).into()
+    common::copy_hash(black_box(&w), len, &ids)
 }
 
 // For information: the canonical bytes without the hash, and the structured checkpoint.
