@@ -49,8 +49,9 @@ ludus::world! {
 
 #[test]
 fn failed_world_and_buffer_inits_consume_no_token() {
-    // Registry: 3 arrays; each pool: 3 arrays. Fail at every point of the sequence.
-    for budget in 0..9 {
+    // Registry: 3 arrays; each pool: 4 arrays (sparse, keys, values, membership bits). Fail at
+    // every point of the sequence.
+    for budget in 0..11 {
         let before = issue_owner_token().unwrap();
         let alloc = FailAfter {
             budget: Arc::new(AtomicUsize::new(budget)),
@@ -75,7 +76,7 @@ fn failed_world_and_buffer_inits_consume_no_token() {
         assert_eq!(issue_owner_token().unwrap(), before + 1);
     }
     let alloc = FailAfter {
-        budget: Arc::new(AtomicUsize::new(9)),
+        budget: Arc::new(AtomicUsize::new(11)),
     };
     let g = Game::try_new_in(16, alloc).unwrap();
     assert!(g.registry.owner() > 0);

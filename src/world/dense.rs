@@ -21,6 +21,12 @@
 //! before the first removal, not faulted in during a frame), and is never written for entries
 //! on their diagonal, which is where entities spawned in creation order land.
 //!
+//! Two summaries serve joins (see [`query`](super::query)), kept exact by every change:
+//! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
+//! the *order* facts: whether `keys[..len]` is strictly ascending by slot (`sorted`, then the
+//! entry of the `r`-th set bit is at dense index `r`), and `slot_end`, above every stored slot.
+//! Neither is trusted for memory safety: a join confirms each index against the key there.
+//!
 //! Mutation goes through [`DenseMut`], which holds the arrays' pointers and the length in locals
 //! (registers) for a run of changes and writes the length back when dropped: the length is not
 //! stored to memory and reloaded between two changes of a batch.
@@ -73,12 +79,45 @@ fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize
     keys.get(d).is_some_and(|k| k.slot() == slot).then_some(d)
 }
 
+/// Bits per membership word.
+pub(crate) const WORD_BITS: usize = 64;
+
+/// Membership words for `capacity` slots.
+#[inline]
+pub(crate) const fn words_for(capacity: usize) -> usize {
+    capacity.div_ceil(WORD_BITS)
+}
+
+/// A pool's order facts (module invariants): `sorted` iff its keys ascend strictly by slot,
+/// and every stored slot is below `slot_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Order {
+    pub(crate) sorted: bool,
+    pub(crate) slot_end: u32,
+}
+
+impl Order {
+    /// The order of an empty pool.
+    pub(crate) const EMPTY: Order = Order {
+        sorted: true,
+        slot_end: 0,
+    };
+}
+
 /// A pool's lookup structures, borrowed apart from its values (for gets and joins).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Index<'p> {
+pub struct Index<'p> {
     pub(crate) owner: OwnerToken,
     pub(crate) keys: &'p [EntityKey],
     pub(crate) sparse: &'p [Sparse],
+    /// Membership bitset, one bit per slot.
+    pub(crate) bits: &'p [u64],
+    pub(crate) order: Order,
+    /// The pool's layout stamp (see `ComponentPool`): equal nonzero stamps of two pools of one
+    /// owner mean equal keys.
+    pub(crate) layout: u64,
+    /// Every entry is of a live entity (a world's pool).
+    pub(crate) live: bool,
 }
 
 impl<'p> Index<'p> {
@@ -97,16 +136,27 @@ impl<'p> Index<'p> {
         self.keys.len()
     }
 
-    /// The owner of dense index `i < len`.
+    /// Dense index of `key` (a key of this pool's owner), trying `hint` first (pools filled
+    /// in the same order share dense positions).
     #[inline(always)]
-    pub(crate) fn owner_at(&self, i: usize) -> EntityId {
-        self.keys[i].entity(self.owner)
+    pub(crate) fn dense_of_key_near(&self, key: EntityKey, hint: usize) -> Option<usize> {
+        if self.keys.get(hint) == Some(&key) {
+            Some(hint)
+        } else {
+            locate(self.keys, self.sparse, key)
+        }
     }
 
-    /// Whether dense index `i` holds `entity` (full owner compared).
+    /// Dense index of `slot`'s entry when it has one (any generation), else any index or
+    /// none: the caller confirms the key there. Branch-free on the diagonal test.
     #[inline(always)]
-    pub(crate) fn holds(&self, i: usize, entity: EntityId) -> bool {
-        entity.owner() == self.owner && self.keys.get(i) == Some(&EntityKey::of(entity))
+    pub(crate) fn slot_hint(&self, slot: usize) -> usize {
+        let last = self.keys.len().wrapping_sub(1);
+        let c = slot.min(last);
+        match self.keys.get(c) {
+            Some(k) if k.slot() as usize == slot => c,
+            _ => self.sparse.get(slot).map_or(usize::MAX, |d| d.0 as usize),
+        }
     }
 
     /// The owners.
@@ -134,6 +184,9 @@ pub(crate) struct DenseMut<'p, T, A: Allocator> {
     keys: *mut EntityKey,
     values: *mut T,
     sparse: &'p mut [Sparse],
+    bits: &'p mut [u64],
+    order: Order,
+    order_out: &'p mut Order,
     keys_vec: &'p mut Vec<EntityKey, A>,
     values_vec: &'p mut Vec<T, A>,
 }
@@ -147,13 +200,16 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         keys_vec: &'p mut Vec<EntityKey, A>,
         values_vec: &'p mut Vec<T, A>,
         sparse: &'p mut [Sparse],
+        bits: &'p mut [u64],
+        order: &'p mut Order,
     ) -> Self {
         // The pool's own invariants (private fields, established at init): documented here.
         debug_assert!(
             keys_vec.len() == values_vec.len()
                 && keys_vec.capacity() >= capacity
                 && values_vec.capacity() >= capacity
-                && sparse.len() == capacity,
+                && sparse.len() == capacity
+                && bits.len() == words_for(capacity),
             "pool arrays: {} keys, {} values, capacity {capacity}",
             keys_vec.len(),
             values_vec.len()
@@ -164,14 +220,18 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             keys: keys_vec.as_mut_ptr(),
             values: values_vec.as_mut_ptr(),
             sparse,
+            bits,
+            order: *order,
+            order_out: order,
             keys_vec,
             values_vec,
         }
     }
 
-    /// Writes the length back to both vectors.
+    /// Writes the length back to both vectors, and the order facts.
     #[inline(always)]
     pub(crate) fn finish(self) {
+        *self.order_out = self.order;
         // SAFETY: the first `len` elements of both buffers are initialized (struct invariant)
         // and `len <= capacity <= capacity()` of both vectors.
         unsafe {
@@ -236,6 +296,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         if key.slot() as usize != i {
             self.set_sparse(key.slot(), i);
         }
+        self.set_bit(key.slot());
+        self.order.sorted &= key.slot() >= self.order.slot_end;
+        self.order.slot_end = self.order.slot_end.max(key.slot() + 1);
         // SAFETY: `i < capacity`, within both allocations (struct invariant); the length
         // grows by one to cover exactly the newly initialized elements.
         unsafe {
@@ -258,9 +321,16 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         alive: impl Fn(EntityId) -> bool,
     ) -> Result<usize, EntityId> {
         let start = self.len;
+        let order = self.order;
         let mut later = false;
         for (&entity, &value) in entities.iter().zip(values) {
             if !alive(entity) {
+                for i in start..self.len {
+                    // SAFETY: `i < len`: an entry appended by this loop, initialized.
+                    let slot = unsafe { self.keys.add(i).read() }.slot();
+                    self.clear_bit(slot);
+                }
+                self.order = order;
                 self.len = start;
                 return Err(entity);
             }
@@ -306,6 +376,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             unsafe { self.keys.add(len + k).write(key) };
         }
         self.len = len + count;
+        if count > 0 {
+            set_bits(self.bits, first as usize, count);
+            self.order.sorted &= first >= self.order.slot_end;
+            self.order.slot_end = self.order.slot_end.max(first + count as u32);
+        }
         if first as usize != len {
             for k in 0..count {
                 self.set_sparse(first + k as u32, len + k);
@@ -339,6 +414,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             (value, moved)
         };
         self.len = last;
+        self.clear_bit(slot);
+        self.order.sorted &= i == last;
         // Removal clears the slot's sparse entry (possibly stale from an earlier position).
         self.clear_sparse(slot);
         if i != last && moved.slot() as usize != i {
@@ -373,6 +450,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 // registry issues (generation 0), so a repeated entity is not found again.
                 unsafe { self.keys.add(i).write(marked(key.slot())) };
                 self.clear_sparse(key.slot());
+                self.clear_bit(key.slot());
                 removed += 1;
             }
         }
@@ -420,6 +498,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 if slot as usize != i {
                     self.set_sparse(slot, i);
                 }
+                self.set_bit(slot);
             }
         }
     }
@@ -433,6 +512,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         if i == j {
             return;
         }
+        self.order.sorted = false;
         // SAFETY: `i, j < len` (checked) and distinct: in bounds, initialized, no overlap.
         unsafe {
             core::ptr::swap_nonoverlapping(self.keys.add(i), self.keys.add(j), 1);
@@ -447,10 +527,45 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         }
     }
 
+    /// Puts the entries in ascending slot order: the `r`-th member slot (in bit order) is
+    /// swapped into dense index `r`. Each swap places one entry for good: `O(len)`.
+    pub(crate) fn sort_by_slot(&mut self) {
+        let mut r = 0;
+        for w in 0..self.bits.len() {
+            let mut word = self.bits[w];
+            while word != 0 {
+                let slot = (w * WORD_BITS + word.trailing_zeros() as usize) as u32;
+                word &= word - 1;
+                // Every member slot has an entry (bitset invariant); its index is `>= r`
+                // since the entries below `r` hold smaller slots.
+                let Some(d) = self.find_slot(slot) else {
+                    out_of_range(r, self.len)
+                };
+                self.swap(r, d);
+                r += 1;
+            }
+        }
+        self.order.sorted = true;
+    }
+
     /// Records that `slot`'s entry sits at dense index `i` (off its diagonal).
     #[inline(always)]
     fn set_sparse(&mut self, slot: u32, i: usize) {
         self.sparse[slot as usize] = Sparse(i as u32);
+    }
+
+    /// Marks `slot` as a member.
+    #[inline(always)]
+    fn set_bit(&mut self, slot: u32) {
+        let s = slot as usize;
+        self.bits[s / WORD_BITS] |= 1 << (s % WORD_BITS);
+    }
+
+    /// Marks `slot` as no member.
+    #[inline(always)]
+    fn clear_bit(&mut self, slot: u32) {
+        let s = slot as usize;
+        self.bits[s / WORD_BITS] &= !(1 << (s % WORD_BITS));
     }
 
     /// Forgets `slot`'s sparse entry.
@@ -458,6 +573,21 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     fn clear_sparse(&mut self, slot: u32) {
         self.sparse[slot as usize] = NO_ENTRY;
     }
+}
+
+/// Sets bits `first..first + count` of `bits` (panics when they do not fit).
+fn set_bits(bits: &mut [u64], first: usize, count: usize) {
+    let end = first + count;
+    let (w0, w1) = (first / WORD_BITS, (end - 1) / WORD_BITS);
+    let low = !0u64 << (first % WORD_BITS);
+    let high = !0u64 >> (WORD_BITS - 1 - (end - 1) % WORD_BITS);
+    if w0 == w1 {
+        bits[w0] |= low & high;
+        return;
+    }
+    bits[w0] |= low;
+    bits[w0 + 1..w1].fill(!0);
+    bits[w1] |= high;
 }
 
 /// Panics for a dense index `i` not below `len` (a broken pool invariant). Out of line and

@@ -91,6 +91,7 @@ mod error;
 mod fixed;
 mod group;
 mod hierarchy;
+mod join;
 mod macros;
 mod observe;
 mod ops;
@@ -119,6 +120,7 @@ pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
 pub use durable_ops::{DurableError, DurableOps};
 pub use error::{CommandError, InitError, Rejection, WorldError};
 pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy};
+pub use join::{join, IntoJoin, Join, JoinPlan};
 pub use observe::{Outliner, OutlinerRow, WorldCounts};
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
@@ -128,7 +130,9 @@ pub use persistent::{
     MAX_COMMAND_COMPONENTS,
 };
 pub use pool::ComponentPool;
-pub use query::{join, Column, ColumnMut, ColumnRef, IntoColumn, IntoJoin, Join};
+pub use query::{
+    opt, without, Column, ColumnMut, ColumnRef, IntoColumn, Opt, OptMut, OptRef, Without,
+};
 pub use read_only::ReadOnly;
 pub use registry::{EntityRegistry, MAX_CAPACITY};
 pub use roster::{

@@ -141,7 +141,11 @@ struct RemoveAll {
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let layout = pool.layout();
         self.removed += u64::from(pool.remove_key(self.key).is_some());
+        // Every pool sharing the stamp held equal keys, so the entity at the same index, and
+        // all of them take the same swap removal here (groups hold no shared stamp).
+        pool.set_layout(layout);
     }
 }
 
@@ -164,7 +168,7 @@ struct Bind<'r, B: Allocator + Clone> {
 
 impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bind<'_, B> {
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        pool.bind(self.registry);
+        pool.bind_world(self.registry);
     }
 }
 

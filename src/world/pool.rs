@@ -6,7 +6,7 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::dense::{DenseMut, Index, Sparse, NO_ENTRY};
+use super::dense::{words_for, DenseMut, Index, Order, Sparse, NO_ENTRY};
 use super::owners::{EntityKey, Owners};
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
@@ -63,6 +63,20 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     keys: Vec<EntityKey, A>,
     /// Dense values; `values.len() == keys.len()`; reserved `capacity`.
     values: Vec<T, A>,
+    /// Membership bitset, one bit per slot ([`dense`](super::dense)); `len == words_for(capacity)`.
+    bits: Vec<u64, A>,
+    /// Whether the keys ascend by slot, and the slots' bound ([`dense`](super::dense)).
+    order: Order,
+    /// *Layout stamp*: 0, or a stamp that only pools with equal keys share (*layout
+    /// invariant*: two pools of one owner with the same nonzero stamp hold equal key arrays).
+    /// Every change of the keys resets it to 0 ([`dense_mut`](Self::dense_mut)); only a
+    /// world's spawn (identical appends to pools that were equal) and destroy (the same swap
+    /// removal in each) hand a shared stamp on. Lets a join of such pools zip their slices.
+    layout: u64,
+    /// Bound by a world (`WorldOps::try_bind`): every entry is of an entity alive in the
+    /// registry (the release invariant), so two such pools holding a slot hold the same
+    /// generation there.
+    live: bool,
 }
 
 impl<T: Pod> ComponentPool<T, Global> {
@@ -106,7 +120,11 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             packed: 0,
             sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
             keys: fixed::reserve(capacity, alloc.clone())?,
-            values: fixed::reserve(capacity, alloc)?,
+            values: fixed::reserve(capacity, alloc.clone())?,
+            bits: fixed::filled(words_for(capacity), 0, alloc)?,
+            order: Order::EMPTY,
+            layout: 0,
+            live: false,
         })
     }
 
@@ -124,6 +142,16 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             registry.note_bound_pool();
         }
         ok
+    }
+
+    /// [`bind`](Self::bind) for a world's registry (behind [`ReadOnly`](super::ReadOnly)),
+    /// whose slots are released only after every bound pool left them.
+    pub(crate) fn bind_world<B: Allocator + Clone>(
+        &mut self,
+        registry: &mut EntityRegistry<B>,
+    ) -> bool {
+        self.live = self.bind(registry);
+        self.live
     }
 
     /// Number of entities holding a `T`.
@@ -156,7 +184,63 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             owner: self.owner,
             keys: &self.keys,
             sparse: &self.sparse,
+            bits: &self.bits,
+            order: self.order,
+            layout: self.layout,
+            live: self.live,
         }
+    }
+
+    /// Whether the dense order is ascending slot order (then joins find each entry by
+    /// counting membership bits instead of a lookup). True after inserts in slot order (a
+    /// batch spawn, a fresh world filled in creation order) and after
+    /// [`sort_by_slot`](Self::sort_by_slot); a swap removal of any entry but the last, or a
+    /// group's packing, clears it.
+    #[inline]
+    pub fn is_slot_sorted(&self) -> bool {
+        self.order.sorted
+    }
+
+    /// Puts the dense arrays in ascending slot order, in `O(len)` swaps with no allocation,
+    /// and returns true; refuses (false, changing nothing) when the pool belongs to an owned
+    /// group that packs entities (its prefix order belongs to the group). Not a membership
+    /// change: allowed in every phase, handles stay valid.
+    pub fn sort_by_slot(&mut self) -> bool {
+        if self.packed > 0 {
+            return false;
+        }
+        if self.order.sorted {
+            return true;
+        }
+        let mut dense = self.dense_mut();
+        dense.sort_by_slot();
+        dense.finish();
+        true
+    }
+
+    /// The layout stamp (see the field).
+    #[inline(always)]
+    pub(crate) fn layout(&self) -> u64 {
+        self.layout
+    }
+
+    /// The stamp this pool may share with another pool before an identical change to both:
+    /// `Some(1)` when empty (all empty pools of an owner are equal), its nonzero stamp, or
+    /// `None` (its keys are its own).
+    #[inline(always)]
+    pub(crate) fn layout_class(&self) -> Option<u64> {
+        if self.keys.is_empty() {
+            Some(1)
+        } else {
+            (self.layout != 0).then_some(self.layout)
+        }
+    }
+
+    /// Restores or sets the layout stamp after a change the caller made identically to every
+    /// pool of the class (layout invariant; world code only).
+    #[inline(always)]
+    pub(crate) fn set_layout(&mut self, stamp: u64) {
+        self.layout = stamp;
     }
 
     /// Dense index of `entity`'s value, validated against the full owner.
@@ -215,6 +299,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             owner: self.owner,
             keys: &self.keys,
             sparse: &self.sparse,
+            bits: &self.bits,
+            order: self.order,
+            layout: self.layout,
+            live: self.live,
         };
         (index, &mut self.values)
     }
@@ -314,14 +402,18 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         inserted
     }
 
-    /// The dense arrays under a run of membership changes.
+    /// The dense arrays under a run of membership changes; resets the layout stamp (the
+    /// keys may change).
     #[inline(always)]
     fn dense_mut(&mut self) -> DenseMut<'_, T, A> {
+        self.layout = 0;
         DenseMut::new(
             self.capacity,
             &mut self.keys,
             &mut self.values,
             &mut self.sparse,
+            &mut self.bits,
+            &mut self.order,
         )
     }
 

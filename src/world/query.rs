@@ -1,50 +1,56 @@
-//! Joins over 2..=6 pools, driven by the smallest pool.
-//!
-//! The driver is walked in dense order; every other column is probed by key: first at the
-//! driver's dense index, then at the slot's own index, then through its sparse map. Iteration
-//! order is therefore the driver's dense order: deterministic for a given operation sequence. For a straight zip without probing, use an
-//! owned group.
+//! The columns of a join: pool borrows as required (`&pool`, `&mut pool`), optional
+//! ([`opt`]) or excluded ([`without`]) columns. The join itself is in [`join`](super::join).
 
 use core::marker::PhantomData;
 
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::dense::Index;
-use super::{ComponentPool, EntityId};
+use super::dense::{Index, Order};
+use super::ComponentPool;
+use crate::identity::OwnerToken;
 
-mod sealed {
-    use super::EntityId;
+/// What a column asks of an entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The entity must hold the component; the join yields it.
+    Required,
+    /// The join yields `Some` when the entity holds it, `None` otherwise.
+    Optional,
+    /// The entity must not hold it; the join yields `()`.
+    Excluded,
+}
 
-    /// The probing machinery of a [`Column`](super::Column), out of reach of other crates.
+pub(crate) mod sealed {
+    use super::{Index, Role};
+
+    /// The machinery of a [`Column`](super::Column), out of reach of other crates.
     pub trait Sealed {
         /// What the join yields for this column.
         type Item;
-        fn dense_len(&self) -> usize;
-        fn owner_at(&self, i: usize) -> EntityId;
-        fn index_of(&self, entity: EntityId) -> Option<usize>;
-        fn holds(&self, i: usize, entity: EntityId) -> bool;
-        /// `entity`'s dense index, trying `hint` first (pools filled in the same order share
-        /// dense positions, so a join of them never probes a sparse map).
-        #[inline(always)]
-        fn index_near(&self, entity: EntityId, hint: usize) -> Option<usize> {
-            if self.holds(hint, entity) {
-                Some(hint)
-            } else {
-                self.index_of(entity)
-            }
-        }
+        /// What the column asks of an entity.
+        const ROLE: Role;
+        /// The pool's lookup structures.
+        fn index(&self) -> Index<'_>;
+        /// Makes the column hold no entity (a pool of another registry never holds the
+        /// join's entities; its keys must not be compared with theirs).
+        fn neutralize(&mut self);
+        /// The item at dense index `i`; for an optional column `usize::MAX` means absent,
+        /// an excluded column ignores `i`.
+        ///
         /// # Safety
-        /// `i < self.dense_len()`, and for columns yielding `&mut` each `i` is fetched at most
-        /// once during the column's lifetime.
+        /// `i < self.index().len()` (or `usize::MAX` for an optional column), and for
+        /// columns yielding `&mut` each `i` is fetched at most once during the column's
+        /// lifetime.
         unsafe fn fetch(&mut self, i: usize) -> Self::Item;
     }
 }
 
 use sealed::Sealed;
 
-/// One column of a join, made from `&ComponentPool<T>` (items `&T`) or `&mut ComponentPool<T>`
-/// (items `&mut T`). Sealed: its probing methods are private to the crate.
+/// One column of a join (sealed): made from `&pool` (items `&T`), `&mut pool` (`&mut T`),
+/// [`opt`]`(&pool)` / `opt(&mut pool)` (`Option<&T>` / `Option<&mut T>`) or
+/// [`without`]`(&pool)` (`()`, entities holding a `T` are skipped).
 pub trait Column: sealed::Sealed {}
 
 impl<C: sealed::Sealed> Column for C {}
@@ -57,6 +63,19 @@ pub trait IntoColumn {
     fn into_column(self) -> Self::Column;
 }
 
+/// An empty index of `owner` (a neutralized column).
+fn no_index<'p>(owner: OwnerToken) -> Index<'p> {
+    Index {
+        owner,
+        keys: &[],
+        sparse: &[],
+        bits: &[],
+        order: Order::EMPTY,
+        layout: 0,
+        live: true,
+    }
+}
+
 /// Shared column: yields `&'p T`.
 #[derive(Debug)]
 pub struct ColumnRef<'p, T: Pod> {
@@ -66,27 +85,22 @@ pub struct ColumnRef<'p, T: Pod> {
 
 impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     type Item = &'p T;
+    const ROLE: Role = Role::Required;
     #[inline(always)]
-    fn dense_len(&self) -> usize {
-        self.index.len()
+    fn index(&self) -> Index<'_> {
+        self.index
     }
-    #[inline(always)]
-    fn owner_at(&self, i: usize) -> EntityId {
-        self.index.owner_at(i)
-    }
-    #[inline(always)]
-    fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.index.dense_of(entity)
-    }
-    #[inline(always)]
-    fn holds(&self, i: usize, entity: EntityId) -> bool {
-        self.index.holds(i, entity)
+    fn neutralize(&mut self) {
+        self.index = no_index(self.index.owner);
+        self.values = &[];
     }
     /// # Safety
-    /// As `Column`'s `fetch`: `i < dense_len()`, each `i` at most once for `&mut`.
+    /// As `Column`'s `fetch`: `i < len`.
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p T {
-        &self.values[i]
+        debug_assert!(i < self.values.len());
+        // SAFETY: `i < index.len() == values.len()` (caller; pool invariant).
+        unsafe { self.values.get_unchecked(i) }
     }
 }
 
@@ -105,42 +119,32 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
 #[derive(Debug)]
 pub struct ColumnMut<'p, T: Pod> {
     index: Index<'p>,
-    /// From the pool's exclusive `&'p mut [T]`; valid for `index.len()` elements.
+    /// From the pool's exclusive `&'p mut [T]`; valid for `len` elements.
     values: *mut T,
+    len: usize,
     _values: PhantomData<&'p mut [T]>,
 }
 
 impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     type Item = &'p mut T;
+    const ROLE: Role = Role::Required;
     #[inline(always)]
-    fn dense_len(&self) -> usize {
-        self.index.len()
+    fn index(&self) -> Index<'_> {
+        self.index
     }
-    #[inline(always)]
-    fn owner_at(&self, i: usize) -> EntityId {
-        self.index.owner_at(i)
-    }
-    #[inline(always)]
-    fn index_of(&self, entity: EntityId) -> Option<usize> {
-        self.index.dense_of(entity)
-    }
-    #[inline(always)]
-    fn holds(&self, i: usize, entity: EntityId) -> bool {
-        self.index.holds(i, entity)
+    fn neutralize(&mut self) {
+        self.index = no_index(self.index.owner);
+        self.len = 0;
     }
     /// # Safety
-    /// As `Column`'s `fetch`: `i < dense_len()`, each `i` at most once for `&mut`.
+    /// As `Column`'s `fetch`: `i < len`, each `i` at most once.
     #[inline(always)]
     unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
-        debug_assert!(
-            i < self.index.len(),
-            "fetch {i} beyond {}",
-            self.index.len()
-        );
-        // SAFETY: 1. `i < keys.len() == values.len()` (caller), so the pointer is in bounds;
+        debug_assert!(i < self.len, "fetch {i} beyond {}", self.len);
+        // SAFETY: 1. `i < index.len() == len` (caller), so the pointer is in bounds;
         // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
         // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
-        //    nothing else reads or writes meanwhile (keys and sparse are separate arrays).
+        //    nothing else reads or writes meanwhile (keys, sparse and bits are separate).
         unsafe { &mut *self.values.add(i) }
     }
 }
@@ -150,119 +154,148 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A
     #[inline]
     fn into_column(self) -> Self::Column {
         let (index, values) = self.join_parts();
-        debug_assert_eq!(index.len(), values.len());
         ColumnMut {
             index,
+            len: values.len(),
             values: values.as_mut_ptr(),
             _values: PhantomData,
         }
     }
 }
 
-/// A join iterator over a tuple of columns, yielding `(entity, (items...))` for every entity
-/// present in all of them, in the dense order of the smallest column (ties: the first).
+/// An optional column: `opt(&pool)` yields `Option<&T>`, `opt(&mut pool)` `Option<&mut T>`.
 #[derive(Debug)]
-pub struct Join<C> {
-    columns: C,
-    driver: usize,
-    next: usize,
-    end: usize,
-}
+pub struct Opt<P>(pub P);
 
-/// Joins a tuple of 2..=6 pool borrows (`&pool` or `&mut pool`).
+/// Marks a pool borrow as an optional column of a join (as hecs' and bevy's `Option<&T>`).
 ///
-/// # Examples
 /// ```
-/// use ludus::world::{join, ComponentPool, EntityRegistry};
+/// use ludus::world::{join, opt, ComponentPool, EntityRegistry};
 /// let mut reg = EntityRegistry::try_with_capacity(4)?;
 /// let mut pos = ComponentPool::<f32>::try_new(&mut reg)?;
-/// let mut vel = ComponentPool::<f32>::try_new(&mut reg)?;
+/// let mut boost = ComponentPool::<f32>::try_new(&mut reg)?;
+/// for i in 0..3 {
+///     let e = reg.try_create()?;
+///     pos.insert(&mut reg, e, 1.0)?;
+///     if i == 1 { boost.insert(&mut reg, e, 10.0)?; }
+/// }
+/// for (_e, (p, b)) in join((&mut pos, opt(&boost))) {
+///     *p *= b.copied().unwrap_or(2.0);
+/// }
+/// assert_eq!(pos.values(), &[2.0, 10.0, 2.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn opt<P>(pool: P) -> Opt<P> {
+    Opt(pool)
+}
+
+/// Optional shared column: yields `Option<&'p T>`.
+#[derive(Debug)]
+pub struct OptRef<'p, T: Pod>(ColumnRef<'p, T>);
+
+impl<'p, T: Pod> Sealed for OptRef<'p, T> {
+    type Item = Option<&'p T>;
+    const ROLE: Role = Role::Optional;
+    #[inline(always)]
+    fn index(&self) -> Index<'_> {
+        self.0.index
+    }
+    fn neutralize(&mut self) {
+        self.0.neutralize();
+    }
+    /// # Safety
+    /// As `Column`'s `fetch`.
+    #[inline(always)]
+    unsafe fn fetch(&mut self, i: usize) -> Option<&'p T> {
+        // SAFETY: `i < len` unless it is the absent marker (caller).
+        (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
+    }
+}
+
+impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p ComponentPool<T, A>> {
+    type Column = OptRef<'p, T>;
+    #[inline]
+    fn into_column(self) -> Self::Column {
+        OptRef(self.0.into_column())
+    }
+}
+
+/// Optional exclusive column: yields `Option<&'p mut T>`.
+#[derive(Debug)]
+pub struct OptMut<'p, T: Pod>(ColumnMut<'p, T>);
+
+impl<'p, T: Pod> Sealed for OptMut<'p, T> {
+    type Item = Option<&'p mut T>;
+    const ROLE: Role = Role::Optional;
+    #[inline(always)]
+    fn index(&self) -> Index<'_> {
+        self.0.index
+    }
+    fn neutralize(&mut self) {
+        self.0.neutralize();
+    }
+    /// # Safety
+    /// As `Column`'s `fetch`.
+    #[inline(always)]
+    unsafe fn fetch(&mut self, i: usize) -> Option<&'p mut T> {
+        // SAFETY: `i < len` unless it is the absent marker, each `i` at most once (caller).
+        (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
+    }
+}
+
+impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p mut ComponentPool<T, A>> {
+    type Column = OptMut<'p, T>;
+    #[inline]
+    fn into_column(self) -> Self::Column {
+        OptMut(self.0.into_column())
+    }
+}
+
+/// An exclusion filter: entities holding a `T` are skipped.
+#[derive(Debug)]
+pub struct Without<'p>(Index<'p>);
+
+/// Marks a pool as an exclusion filter of a join (as hecs' and bevy's `Without<T>`): the join
+/// skips the entities it holds and yields `()` for it.
+///
+/// ```
+/// use ludus::world::{join, without, ComponentPool, EntityRegistry};
+/// let mut reg = EntityRegistry::try_with_capacity(4)?;
+/// let mut pos = ComponentPool::<f32>::try_new(&mut reg)?;
+/// let mut frozen = ComponentPool::<u8>::try_new(&mut reg)?;
 /// for i in 0..3 {
 ///     let e = reg.try_create()?;
 ///     pos.insert(&mut reg, e, 0.0)?;
-///     if i != 1 { vel.insert(&mut reg, e, 1.5)?; }
+///     if i == 0 { frozen.insert(&mut reg, e, 1)?; }
 /// }
-/// for (_e, (p, v)) in join((&mut pos, &vel)) {
-///     *p += *v;
+/// for (_e, (p, ())) in join((&mut pos, without(&frozen))) {
+///     *p += 1.0;
 /// }
-/// assert_eq!(pos.values(), &[1.5, 0.0, 1.5]);
+/// assert_eq!(pos.values(), &[0.0, 1.0, 1.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn join<Q: IntoJoin>(query: Q) -> Join<Q::Columns> {
-    query.into_join()
+pub fn without<T: Pod, A: Allocator + Clone>(pool: &ComponentPool<T, A>) -> Without<'_> {
+    Without(pool.index())
 }
 
-/// A tuple of pool borrows that can be joined.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be joined",
-    note = "`join` takes a tuple of 2 to 6 pool borrows, `&pool` or `&mut pool`, e.g. `join((&mut w.position, &w.velocity))`; for one pool iterate it directly"
-)]
-pub trait IntoJoin {
-    /// The tuple of columns.
-    type Columns;
-    /// Builds the join.
-    fn into_join(self) -> Join<Self::Columns>;
+impl Sealed for Without<'_> {
+    type Item = ();
+    const ROLE: Role = Role::Excluded;
+    #[inline(always)]
+    fn index(&self) -> Index<'_> {
+        self.0
+    }
+    fn neutralize(&mut self) {
+        self.0 = no_index(self.0.owner);
+    }
+    #[inline(always)]
+    unsafe fn fetch(&mut self, _: usize) {}
 }
 
-macro_rules! tuple_join {
-    ($($c:ident $i:tt),+) => {
-        impl<$($c: IntoColumn),+> IntoJoin for ($($c,)+) {
-            type Columns = ($($c::Column,)+);
-            fn into_join(self) -> Join<Self::Columns> {
-                let columns = ($(self.$i.into_column(),)+);
-                let mut driver = 0;
-                let mut end = usize::MAX;
-                $(
-                    if columns.$i.dense_len() < end {
-                        end = columns.$i.dense_len();
-                        driver = $i;
-                    }
-                )+
-                Join { columns, driver, next: 0, end }
-            }
-        }
-
-        impl<$($c: Column),+> Iterator for Join<($($c,)+)> {
-            type Item = (EntityId, ($(<$c as Sealed>::Item,)+));
-
-            #[inline]
-            fn next(&mut self) -> Option<Self::Item> {
-                'rows: while self.next < self.end {
-                    let i = self.next;
-                    self.next += 1;
-                    let entity = match self.driver {
-                        $($i => self.columns.$i.owner_at(i),)+
-                        _ => unreachable!(),
-                    };
-                    let indices = ($(
-                        if self.driver == $i {
-                            i
-                        } else {
-                            match self.columns.$i.index_near(entity, i) {
-                                Some(d) => d,
-                                None => continue 'rows,
-                            }
-                        },
-                    )+);
-                    // SAFETY: every index is in bounds of its column (the driver's `i < end ==
-                    // driver len`; the others come from `index_near`, which checks the range),
-                    // and each is fetched once: driver rows are visited once each and hold
-                    // distinct entities, and `index_near` returns the one dense index holding
-                    // the entity, so distinct entities get distinct indices.
-                    return Some((entity, unsafe { ($(self.columns.$i.fetch(indices.$i),)+) }));
-                }
-                None
-            }
-
-            fn size_hint(&self) -> (usize, Option<usize>) {
-                (0, Some(self.end - self.next))
-            }
-        }
-    };
+impl<'p> IntoColumn for Without<'p> {
+    type Column = Without<'p>;
+    #[inline]
+    fn into_column(self) -> Self {
+        self
+    }
 }
-
-tuple_join!(C0 0, C1 1);
-tuple_join!(C0 0, C1 1, C2 2);
-tuple_join!(C0 0, C1 1, C2 2, C3 3);
-tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4);
-tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4, C5 5);

@@ -128,6 +128,9 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     /// Advances whenever every pending mark is cleared at once: buffers holding destroys of an
     /// older epoch lost their marks and refuse to commit.
     mark_epoch: u64,
+    /// Last layout stamp handed to this registry's pools (see `ComponentPool`'s layout
+    /// invariant); stamps 0 and 1 are reserved.
+    layouts: u64,
 }
 
 impl EntityRegistry<Global> {
@@ -230,6 +233,7 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             revision_end: u64::MAX,
             bound_pools: 0,
             mark_epoch: 0,
+            layouts: 1,
         })
     }
 
@@ -245,6 +249,16 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[inline]
     pub fn bound_pools(&self) -> usize {
         self.bound_pools as usize
+    }
+
+    /// A layout stamp no pool of this registry holds yet; 0 (shares nothing) once exhausted.
+    #[inline(always)]
+    pub(crate) fn fresh_layout(&mut self) -> u64 {
+        if self.layouts == u64::MAX {
+            return 0;
+        }
+        self.layouts += 1;
+        self.layouts
     }
 
     /// Counts one more pool bound to this registry.

@@ -68,6 +68,14 @@ mod sealed {
         /// Bundles `0..count` were written, and the slots were just created for the first time
         /// in the registry every pool belongs to.
         unsafe fn publish(writers: Self::Writers<'_>, first: u32, count: usize);
+        /// Each pool's layout class (`ComponentPool::layout_class`).
+        type Classes: Copy;
+        /// The pools' layout classes before a change.
+        fn classes(pools: &Self::Pools<'_>) -> Self::Classes;
+        /// After the same appends to every pool: the ungrouped pools whose class `before`
+        /// was the first pool's (equal keys then, so equal keys now) share `stamp`, a stamp
+        /// no pool holds (the layout invariant of `ComponentPool`).
+        fn relayout(pools: &mut Self::Pools<'_>, before: Self::Classes, stamp: u64);
         /// Whether any component belongs to an owned group (folds to a constant).
         fn grouped() -> bool;
         /// Packs `entity` into the groups its components complete.
@@ -169,6 +177,25 @@ macro_rules! tuple_bundle {
                 // created before in the pool's registry have no entry (provenance invariant).
                 $( unsafe { writers.$i.publish(first, count, FIRST_GENERATION) }; )+
             }
+            type Classes = [Option<u64>; $len];
+            #[inline(always)]
+            fn classes(pools: &Self::Pools<'_>) -> Self::Classes {
+                [$(pools.$i.layout_class()),+]
+            }
+            #[inline(always)]
+            fn relayout(pools: &mut Self::Pools<'_>, before: Self::Classes, stamp: u64) {
+                if $len < 2 || stamp == 0 {
+                    return;
+                }
+                let Some(first) = before[0] else { return };
+                $(
+                    if before[$i] == Some(first)
+                        && W::Groups::index_of(TypeId::of::<$t>()).is_none()
+                    {
+                        pools.$i.set_layout(stamp);
+                    }
+                )+
+            }
             #[inline(always)]
             fn grouped() -> bool {
                 false $(|| W::Groups::index_of(core::any::TypeId::of::<$t>()).is_some())+
@@ -207,10 +234,14 @@ pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
             return Err(WorldError::ForeignPool);
         }
         let entity = registry.try_create_charged(B::LEN)?;
+        let before = B::classes(&bundle_pools);
         // SAFETY: `entity` was just created in `registry`, a world's registry (behind
         // `ReadOnly`: `parts` is how a world hands it out), to which every pool belongs
         // (`owned_by`, checked above); nothing was inserted for it.
         unsafe { bundle.insert(&mut bundle_pools, entity) };
+        if B::LEN > 1 {
+            B::relayout(&mut bundle_pools, before, registry.fresh_layout());
+        }
         entity
     };
     if B::grouped() {
@@ -281,7 +312,7 @@ where
     if rest == 0 {
         return Ok(spawned);
     }
-    let (first, count) = {
+    let (first, count, before) = {
         let (registry, mut pools) = world.parts();
         let registry = &mut registry.0;
         let bundle_pools = B::take(&mut pools)?;
@@ -296,6 +327,7 @@ where
         if !registry.fresh_batchable() || registry.fresh_available() < rest {
             return Err(registry.capacity_error(rest));
         }
+        let before = B::classes(&bundle_pools);
         // The reused part grew each pool by at most `reuse`: `rest` entries are still free.
         let writers = match B::writers(bundle_pools, rest) {
             Some(writers) => writers,
@@ -321,8 +353,16 @@ where
         // `first..first + count` for the first time in the registry, to which every pool
         // belongs (`owned_by`, checked in this block).
         unsafe { B::publish(writers, first, count) };
-        (first, count)
+        (first, count, before)
     };
+    if B::LEN > 1 {
+        let (registry, mut pools) = world.parts();
+        // The pools just published to (taking them cannot fail now; if it did, the stamps
+        // stay 0, which shares nothing).
+        if let Ok(mut bundle_pools) = B::take(&mut pools) {
+            B::relayout(&mut bundle_pools, before, registry.0.fresh_layout());
+        }
+    }
     let owner = world.parts_ref().0.owner();
     if let Some(out) = out {
         for (k, e) in out[spawned..spawned + count].iter_mut().enumerate() {

@@ -30,6 +30,16 @@ fn bench<W: Workload, M: Measurement>(g: &mut BenchmarkGroup<'_, M>, contender: 
 }
 
 macro_rules! group {
+    ($c:expr, $name:literal, joins::$w:ident) => {{
+        let mut g = $c.benchmark_group($name);
+        bench::<joins::ludus::$w, _>(&mut g, "ludus");
+        bench::<joins::raw::$w, _>(&mut g, "raw");
+        bench::<joins::hecs::$w, _>(&mut g, "hecs");
+        bench::<joins::bevy::$w, _>(&mut g, "bevy");
+        bench::<joins::shipyard::$w, _>(&mut g, "shipyard");
+        bench::<joins::sparsey::$w, _>(&mut g, "sparsey");
+        g.finish();
+    }};
     ($c:expr, $name:literal, $w:ident $(, $extra:ident as $extra_name:literal)?) => {{
         let mut g = $c.benchmark_group($name);
         bench::<ludus_c::$w, _>(&mut g, "ludus");
@@ -51,6 +61,10 @@ fn single_threaded<M: Measurement>(c: &mut Criterion<M>) {
     group!(c, "add_remove", AddRemove, AddRemoveSingle as "ludus_single");
     group!(c, "handle_get", HandleGet);
     group!(c, "churn", Churn);
+    group!(c, "join_aligned", joins::JoinAligned);
+    group!(c, "join_half", joins::JoinHalf);
+    group!(c, "join_sparse3", joins::JoinSparse3);
+    group!(c, "join_mixed4", joins::JoinMixed4);
 }
 
 fn parallel(c: &mut Criterion<WallTime>) {

@@ -3,7 +3,7 @@
 //! every contender alike instead of on whichever criterion happened to time during it. Prints a
 //! markdown report: per contender the median time per `run` over all rounds, and ludus ÷ each.
 //!
-//! `cargo run --release -p ludus-peers --example interleaved [rounds] > perf-results/peers-interleaved.md`
+//! `cargo run --release -p ludus-peers --example interleaved [rounds [workload-substring]] > perf-results/peers-interleaved.md`
 //!
 //! Single-threaded workloads only, timed with the thread-CPU clock (as `PEERS_CLOCK=thread-cpu`).
 
@@ -57,6 +57,16 @@ fn boxed<W: Workload + 'static>(name: &'static str) -> Box<dyn Timed> {
 }
 
 macro_rules! contenders {
+    (joins; $w:ident) => {
+        vec![
+            boxed::<joins::ludus::$w>("ludus"),
+            boxed::<joins::raw::$w>("raw"),
+            boxed::<joins::hecs::$w>("hecs"),
+            boxed::<joins::bevy::$w>("bevy"),
+            boxed::<joins::shipyard::$w>("shipyard"),
+            boxed::<joins::sparsey::$w>("sparsey"),
+        ]
+    };
     ($w:ident $(, $extra:ident as $extra_name:literal)?) => {
         vec![
             boxed::<ludus_c::$w>("ludus"),
@@ -152,22 +162,31 @@ fn main() {
          rotated each round, ~2 ms of thread-CPU time per sample; medians of the per-run time \
          over the rounds\n"
     );
-    let workloads: Vec<(&str, Vec<Box<dyn Timed>>)> = vec![
-        ("simple_insert", contenders!(SimpleInsert)),
-        ("simple_iter", contenders!(SimpleIter)),
-        ("frag_iter", contenders!(FragIter)),
-        ("heavy_compute", contenders!(HeavyCompute)),
+    type Make = Box<dyn Fn() -> Vec<Box<dyn Timed>>>;
+    let workloads: Vec<(&str, Make)> = vec![
+        ("simple_insert", Box::new(|| contenders!(SimpleInsert))),
+        ("simple_iter", Box::new(|| contenders!(SimpleIter))),
+        ("frag_iter", Box::new(|| contenders!(FragIter))),
+        ("heavy_compute", Box::new(|| contenders!(HeavyCompute))),
         (
             "add_remove",
-            contenders!(AddRemove, AddRemoveSingle as "ludus_single"),
+            Box::new(|| contenders!(AddRemove, AddRemoveSingle as "ludus_single")),
         ),
-        ("handle_get", contenders!(HandleGet)),
-        ("churn", contenders!(Churn)),
+        ("handle_get", Box::new(|| contenders!(HandleGet))),
+        ("churn", Box::new(|| contenders!(Churn))),
+        ("join_aligned", Box::new(|| contenders!(joins; JoinAligned))),
+        ("join_half", Box::new(|| contenders!(joins; JoinHalf))),
+        ("join_sparse3", Box::new(|| contenders!(joins; JoinSparse3))),
+        ("join_mixed4", Box::new(|| contenders!(joins; JoinMixed4))),
     ];
     println!("| workload | ludus | raw | best peer | ludus ÷ raw | ludus ÷ best peer |");
     println!("| --- | ---: | ---: | --- | ---: | ---: |");
-    for (name, cs) in workloads {
-        let medians = measure(cs, rounds);
+    let only = std::env::args().nth(2).unwrap_or_default();
+    for (name, make) in workloads {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
+        let medians = measure(make(), rounds);
         let of = |n: &str| medians.iter().find(|(c, _)| *c == n).map(|&(_, t)| t);
         let ours = of("ludus").expect("ludus");
         let raw = of("raw").expect("raw");

@@ -38,6 +38,17 @@ fn minor_faults() -> i64 {
 }
 
 macro_rules! dispatch {
+    ($contender:expr, joins::$w:ident, $n:expr) => {
+        match $contender {
+            "ludus" => spin::<joins::ludus::$w>($n),
+            "raw" => spin::<joins::raw::$w>($n),
+            "hecs" => spin::<joins::hecs::$w>($n),
+            "bevy" => spin::<joins::bevy::$w>($n),
+            "shipyard" => spin::<joins::shipyard::$w>($n),
+            "sparsey" => spin::<joins::sparsey::$w>($n),
+            other => panic!("unknown contender {other}"),
+        }
+    };
     ($contender:expr, $w:ident, $n:expr) => {
         match $contender {
             "ludus" => spin::<ludus_c::$w>($n),
@@ -64,6 +75,10 @@ fn main() {
         "add_remove" => dispatch!(contender, AddRemove, n),
         "handle_get" => dispatch!(contender, HandleGet, n),
         "churn" => dispatch!(contender, Churn, n),
+        "join_aligned" => dispatch!(contender, joins::JoinAligned, n),
+        "join_half" => dispatch!(contender, joins::JoinHalf, n),
+        "join_sparse3" => dispatch!(contender, joins::JoinSparse3, n),
+        "join_mixed4" => dispatch!(contender, joins::JoinMixed4, n),
         other => panic!("unknown workload {other}"),
     }
 }

@@ -15,6 +15,7 @@ pub mod math;
 
 pub mod bevy_c;
 pub mod hecs_c;
+pub mod joins;
 pub mod ludus_c;
 pub mod raw;
 pub mod shipyard_c;
@@ -190,7 +191,7 @@ pub fn churn_checksum(alive_old: usize, live: Digest) -> u64 {
 // Verification.
 
 /// Names of the workloads, as criterion group names.
-pub const WORKLOADS: [&str; 8] = [
+pub const WORKLOADS: [&str; 12] = [
     "simple_insert",
     "simple_iter",
     "frag_iter",
@@ -199,12 +200,26 @@ pub const WORKLOADS: [&str; 8] = [
     "add_remove",
     "handle_get",
     "churn",
+    "join_aligned",
+    "join_half",
+    "join_sparse3",
+    "join_mixed4",
 ];
 
 /// Checksums of one workload, per contender, in the order `(contender, checksum)`.
 pub type Checksums = Vec<(&'static str, u64)>;
 
 macro_rules! all_contenders {
+    (joins; $w:ident) => {
+        vec![
+            ("raw", checksum_of::<joins::raw::$w>()),
+            ("ludus", checksum_of::<joins::ludus::$w>()),
+            ("hecs", checksum_of::<joins::hecs::$w>()),
+            ("bevy", checksum_of::<joins::bevy::$w>()),
+            ("shipyard", checksum_of::<joins::shipyard::$w>()),
+            ("sparsey", checksum_of::<joins::sparsey::$w>()),
+        ]
+    };
     ($w:ident) => {
         vec![
             ("raw", checksum_of::<raw::$w>()),
@@ -235,6 +250,10 @@ pub fn all_checksums() -> Vec<(&'static str, Checksums)> {
         }),
         ("handle_get", all_contenders!(HandleGet)),
         ("churn", all_contenders!(Churn)),
+        ("join_aligned", all_contenders!(joins; JoinAligned)),
+        ("join_half", all_contenders!(joins; JoinHalf)),
+        ("join_sparse3", all_contenders!(joins; JoinSparse3)),
+        ("join_mixed4", all_contenders!(joins; JoinMixed4)),
     ]
 }
 

@@ -1,0 +1,639 @@
+//! Joins over 2..=6 [columns](super::query): required pools, optional ones and exclusions.
+//!
+//! A join picks one of three plans when it is built (costs in `docs/world.md`):
+//!
+//! - **Aligned**: every column is required and all pools share a layout stamp (equal keys:
+//!   after spawning them together, see `ComponentPool`). The join zips the dense slices: row
+//!   `i` of every pool is the same entity, nothing is probed.
+//! - **Bits**: the membership bitsets of the required pools are ANDed a word (64 slots) at a
+//!   time, so entities missing from any of them cost nothing. Each match finds its dense index
+//!   in a slot-sorted pool by counting bits (no memory access beyond the word), in another pool
+//!   through its diagonal or sparse entry; either way the key stored there is compared.
+//! - **Driver**: the smallest required pool is walked in dense order and every other pool is
+//!   probed by key. Chosen when that pool is small beside the slot range the bits would scan.
+//!
+//! Order: slot order under the bits plan, the dense order of the first pool under the aligned
+//! plan, the smallest pool's dense order under the driver plan; deterministic for a given
+//! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
+//! safety: every yielded index is confirmed against the key stored at it.
+
+use super::dense::{words_for, Index, WORD_BITS};
+use super::query::sealed::Sealed;
+use super::query::{IntoColumn, Role};
+use super::{EntityId, EntityKey};
+use crate::identity::OwnerToken;
+
+/// Whether `count_ones` is one instruction in code built for the target as configured (then
+/// slot-sorted pools are always probed by rank; on x86 without it, only inside
+/// [`fold`](Iterator::fold), which checks for the instruction at run time).
+const NATIVE_RANK: bool =
+    !cfg!(any(target_arch = "x86", target_arch = "x86_64")) || cfg!(target_feature = "popcnt");
+
+/// Whether this CPU has a population-count instruction (x86: checked once, cached by std).
+#[inline]
+fn has_popcnt() -> bool {
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+    {
+        true
+    }
+}
+
+/// Most columns in one join.
+const MAX_COLUMNS: usize = 6;
+
+/// The plan a join chose (module docs of `join` and `docs/world.md`), for profiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinPlan {
+    /// Every pool shares a layout stamp: a zip of the dense slices.
+    Aligned,
+    /// Membership bitsets ANDed a word at a time.
+    Bits,
+    /// The smallest required pool walked in dense order, the others probed.
+    Driver,
+}
+
+/// How a join walks its pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Zip of dense rows `next..end`.
+    Aligned,
+    /// Membership words `next..end`.
+    Bits,
+    /// Dense rows `next..end` of the given (required) column.
+    Driver(usize),
+}
+
+/// A join iterator over a tuple of columns, yielding `(entity, (items...))` for every entity
+/// held by all required columns and by no excluded one (see the module docs for the order).
+#[derive(Debug)]
+pub struct Join<C> {
+    columns: C,
+    plan: Plan,
+    owner: OwnerToken,
+    /// Every pool is a world's (see `bit_item`).
+    live: bool,
+    /// Every column is required, its pool a world's and slot-sorted (see `fold_ranked`).
+    ranked: bool,
+    /// Aligned, driver: the next row. Bits: the next word.
+    next: usize,
+    /// Aligned, driver: rows. Bits: words.
+    end: usize,
+    /// An upper bound of the items left (the smallest required pool).
+    bound: usize,
+    /// Bits: the unvisited matches of the current word, its index, each column's membership
+    /// word there, and each column's members in the words before it.
+    matches: u64,
+    word: usize,
+    words: [u64; MAX_COLUMNS],
+    ranks: [usize; MAX_COLUMNS],
+}
+
+/// Joins a tuple of 2..=6 columns: `&pool`, `&mut pool`, [`opt`](super::opt)`(&pool)`,
+/// `opt(&mut pool)`, [`without`](super::without)`(&pool)`; at least one must be required.
+///
+/// # Examples
+/// ```
+/// use ludus::world::{join, ComponentPool, EntityRegistry};
+/// let mut reg = EntityRegistry::try_with_capacity(4)?;
+/// let mut pos = ComponentPool::<f32>::try_new(&mut reg)?;
+/// let mut vel = ComponentPool::<f32>::try_new(&mut reg)?;
+/// for i in 0..3 {
+///     let e = reg.try_create()?;
+///     pos.insert(&mut reg, e, 0.0)?;
+///     if i != 1 { vel.insert(&mut reg, e, 1.5)?; }
+/// }
+/// for (_e, (p, v)) in join((&mut pos, &vel)) {
+///     *p += *v;
+/// }
+/// assert_eq!(pos.values(), &[1.5, 0.0, 1.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn join<Q: IntoJoin>(query: Q) -> Join<Q::Columns> {
+    query.into_join()
+}
+
+/// A tuple of columns that can be joined.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be joined",
+    note = "`join` takes a tuple of 2 to 6 columns — `&pool`, `&mut pool`, `opt(&pool)`, `opt(&mut pool)`, `without(&pool)` — e.g. `join((&mut w.position, &w.velocity))`; for one pool iterate it directly"
+)]
+pub trait IntoJoin {
+    /// The tuple of columns.
+    type Columns;
+    /// Builds the join.
+    fn into_join(self) -> Join<Self::Columns>;
+}
+
+/// Dense index of `slot`'s entry in a column: by rank when the pool is slot-sorted (`word`
+/// is its membership word, `rank` its members before it, `low` the bits below the slot's),
+/// else through the diagonal or sparse entry. Any index or none when it holds no entry.
+#[inline(always)]
+fn dense_at<const RANK: bool>(
+    ix: &Index<'_>,
+    slot: usize,
+    word: u64,
+    rank: usize,
+    low: u64,
+) -> usize {
+    if RANK && ix.order.sorted {
+        rank + (word & low).count_ones() as usize
+    } else {
+        ix.slot_hint(slot)
+    }
+}
+
+/// The membership word `w` of a column (0 past its bitset).
+#[inline(always)]
+fn word_of(ix: &Index<'_>, w: usize) -> u64 {
+    ix.bits.get(w).copied().unwrap_or(0)
+}
+
+/// The slots a bits plan scans: none past the smallest bound of a required pool.
+#[inline(always)]
+fn bits_words(ix: &Index<'_>) -> usize {
+    words_for(ix.order.slot_end as usize).min(ix.bits.len())
+}
+
+macro_rules! tuple_join {
+    ($($c:ident $i:tt),+) => {
+        impl<$($c: IntoColumn),+> IntoJoin for ($($c,)+) {
+            type Columns = ($($c::Column,)+);
+            fn into_join(self) -> Join<Self::Columns> {
+                Join::<Self::Columns>::build(($(self.$i.into_column(),)+))
+            }
+        }
+
+        impl<$($c: Sealed),+> Join<($($c,)+)> {
+            /// Chooses the plan (module docs) after checking the owners.
+            fn build(mut columns: ($($c,)+)) -> Self {
+                const {
+                    assert!(
+                        false $(|| matches!($c::ROLE, Role::Required))+,
+                        "a join needs at least one required column (`&pool` or `&mut pool`)"
+                    )
+                };
+                let mut owner = None;
+                $( if matches!($c::ROLE, Role::Required) && owner.is_none() {
+                    owner = Some(columns.$i.index().owner);
+                } )+
+                let owner = owner.unwrap_or(0);
+                let (mut foreign, mut aligned, mut layout, mut live) = (false, true, None, true);
+                let mut ranked = true;
+                let (mut bound, mut driver, mut words, mut required) = (usize::MAX, 0, usize::MAX, 0);
+                $(
+                    let ix = columns.$i.index();
+                    live &= ix.live;
+                    ranked &= matches!($c::ROLE, Role::Required) && ix.order.sorted;
+                    if ix.owner != owner {
+                        // Another registry's pool holds none of the join's entities.
+                        foreign |= matches!($c::ROLE, Role::Required);
+                        aligned = false;
+                        columns.$i.neutralize();
+                    } else if matches!($c::ROLE, Role::Required) {
+                        required += 1;
+                        if ix.len() < bound {
+                            bound = ix.len();
+                            driver = $i;
+                        }
+                        words = words.min(bits_words(&ix));
+                        aligned &= ix.layout != 0 && *layout.get_or_insert(ix.layout) == ix.layout;
+                    } else {
+                        aligned = false;
+                    }
+                )+
+                if foreign {
+                    bound = 0;
+                }
+                let (plan, end) = if bound == 0 {
+                    (Plan::Driver(driver), 0)
+                } else if aligned {
+                    (Plan::Aligned, bound)
+                } else if words.saturating_mul(required + 1) <= bound.saturating_mul(4 * required) {
+                    // A word costs about a load and an AND per column; a probed row several
+                    // dependent loads and often a mispredicted branch.
+                    (Plan::Bits, words)
+                } else {
+                    (Plan::Driver(driver), bound)
+                };
+                Join {
+                    columns,
+                    plan,
+                    owner,
+                    live,
+                    ranked: ranked && live,
+                    next: 0,
+                    end,
+                    bound,
+                    matches: 0,
+                    word: 0,
+                    words: [0; MAX_COLUMNS],
+                    ranks: [0; MAX_COLUMNS],
+                }
+            }
+
+            /// The item of the entity at row `i` of every column (aligned plan).
+            ///
+            /// # Safety
+            /// `i < end`, the shortest column's length, and each `i` at most once.
+            #[inline(always)]
+            unsafe fn aligned_item(
+                columns: &mut ($($c,)+),
+                owner: OwnerToken,
+                i: usize,
+            ) -> (EntityId, ($(<$c as Sealed>::Item,)+)) {
+                // SAFETY: `i < end <= len` of every column (aligned plans have only required
+                // columns of equal length); each `i` once (caller).
+                let key = unsafe { *columns.0.index().keys.get_unchecked(i) };
+                // SAFETY: as above.
+                let items = unsafe { ($(columns.$i.fetch(i),)+) };
+                (key.entity(owner), items)
+            }
+
+            /// The item of the entity at row `i` of column `driver`, if every other column
+            /// agrees (driver plan).
+            ///
+            /// # Safety
+            /// `i < end`, the driver's length, and each `i` at most once.
+            #[inline(always)]
+            unsafe fn driver_item(
+                columns: &mut ($($c,)+),
+                owner: OwnerToken,
+                driver: usize,
+                i: usize,
+            ) -> Option<(EntityId, ($(<$c as Sealed>::Item,)+))> {
+                let key: EntityKey = match driver {
+                    $( $i => *columns.$i.index().keys.get(i)?, )+
+                    _ => return None,
+                };
+                let d = ($(
+                    {
+                        let ix = columns.$i.index();
+                        match $c::ROLE {
+                            Role::Required if driver == $i => i,
+                            Role::Required => ix.dense_of_key_near(key, i)?,
+                            Role::Optional => ix.dense_of_key_near(key, i).unwrap_or(usize::MAX),
+                            Role::Excluded => match ix.dense_of_key_near(key, i) {
+                                Some(_) => return None,
+                                None => 0,
+                            },
+                        }
+                    },
+                )+);
+                // SAFETY: each required or present optional index holds `key` (looked up and
+                // compared, so below its column's length; the driver's `i < end`); an entity's
+                // entry is at one dense index per pool, and driver rows are distinct entities
+                // visited once each (caller), so no index is fetched twice.
+                Some((key.entity(owner), unsafe { ($(columns.$i.fetch(d.$i),)+) }))
+            }
+
+            /// The item of slot `w * 64 + b`, set in every required column's word (bits plan).
+            /// With `live` (world pools: one live generation per slot) only the slot of an
+            /// index is confirmed, and none is for an index found by rank (`RANK`, sorted
+            /// pool): ranks of distinct bits differ, so a bounds check keeps them distinct.
+            ///
+            /// # Safety
+            /// Each slot at most once.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            unsafe fn bit_item<const RANK: bool>(
+                columns: &mut ($($c,)+),
+                owner: OwnerToken,
+                live: bool,
+                words: &[u64; MAX_COLUMNS],
+                ranks: &[usize; MAX_COLUMNS],
+                w: usize,
+                b: u32,
+            ) -> Option<(EntityId, ($(<$c as Sealed>::Item,)+))> {
+                let slot = w * WORD_BITS + b as usize;
+                let low = (1u64 << b) - 1;
+                let mut lead: Option<EntityKey> = None;
+                let mut d = [usize::MAX; MAX_COLUMNS];
+                $(
+                    if matches!($c::ROLE, Role::Required) {
+                        let ix = columns.$i.index();
+                        let at = dense_at::<RANK>(&ix, slot, words[$i], ranks[$i], low);
+                        if live && RANK && ix.order.sorted {
+                            if at >= ix.keys.len() {
+                                return None;
+                            }
+                        } else {
+                            let key = *ix.keys.get(at)?;
+                            if key.slot() as usize != slot {
+                                return None;
+                            }
+                            if !live && lead.is_some_and(|l| l != key) {
+                                return None;
+                            }
+                            lead = Some(key);
+                        }
+                        d[$i] = at;
+                    }
+                )+
+                let mut key = lead;
+                $(
+                    if key.is_none() && matches!($c::ROLE, Role::Required) {
+                        // SAFETY: `d[$i] < len` (bounds checked above).
+                        key = Some(unsafe { *columns.$i.index().keys.get_unchecked(d[$i]) });
+                    }
+                )+
+                let key = key?;
+                $(
+                    if !matches!($c::ROLE, Role::Required) && (words[$i] >> b) & 1 != 0 {
+                        let ix = columns.$i.index();
+                        let at = dense_at::<RANK>(&ix, slot, words[$i], ranks[$i], low);
+                        let holds = if live && RANK && ix.order.sorted {
+                            at < ix.keys.len()
+                        } else if live {
+                            ix.keys.get(at).is_some_and(|k| k.slot() == key.slot())
+                        } else {
+                            ix.keys.get(at) == Some(&key)
+                        };
+                        if holds {
+                            if matches!($c::ROLE, Role::Excluded) {
+                                return None;
+                            }
+                            d[$i] = at;
+                        }
+                    }
+                )+
+                // SAFETY: every index but the absent marker is below its column's length
+                // and belongs to this slot: confirmed by the key stored there, or computed as
+                // a rank, which differs for each bit of a column. Slots are visited once each
+                // (caller) and a pool holds a slot at one index, so no index is fetched twice.
+                Some((key.entity(owner), unsafe { ($(columns.$i.fetch(d[$i]),)+) }))
+            }
+
+            /// Moves to membership word `w` (bits plan): the previous word's members join
+            /// the ranks. Returns the word's matches (required columns' words ANDed).
+            #[inline(always)]
+            fn load_word(
+                columns: &($($c,)+),
+                words: &mut [u64; MAX_COLUMNS],
+                ranks: &mut [usize; MAX_COLUMNS],
+                w: usize,
+            ) -> u64 {
+                let mut m = !0u64;
+                $(
+                    ranks[$i] += words[$i].count_ones() as usize;
+                    words[$i] = word_of(&columns.$i.index(), w);
+                    if matches!($c::ROLE, Role::Required) {
+                        m &= words[$i];
+                    }
+                )+
+                m
+            }
+        }
+
+        impl<$($c: Sealed),+> Join<($($c,)+)> {
+            /// The rest of a bits plan, internally iterated.
+            #[inline(always)]
+            fn fold_bits<const RANK: bool, Acc, F>(mut self, mut acc: Acc, mut f: F) -> Acc
+            where
+                F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
+            {
+                if RANK && self.ranked {
+                    return self.fold_ranked(acc, f);
+                }
+                let (owner, end, live) = (self.owner, self.end, self.live);
+                let (mut words, mut ranks) = (self.words, self.ranks);
+                let (mut w, mut m, mut next) = (self.word, self.matches, self.next);
+                loop {
+                    while m != 0 {
+                        let b = m.trailing_zeros();
+                        m &= m - 1;
+                        // SAFETY: each word is loaded once and each bit popped once.
+                        if let Some(item) = unsafe {
+                            Self::bit_item::<RANK>(&mut self.columns, owner, live, &words, &ranks, w, b)
+                        } {
+                            acc = f(acc, item);
+                        }
+                    }
+                    if next >= end {
+                        return acc;
+                    }
+                    w = next;
+                    next += 1;
+                    m = Self::load_word(&self.columns, &mut words, &mut ranks, w);
+                }
+            }
+
+            /// [`fold_bits`](Self::fold_bits) when every column is required, slot-sorted and a
+            /// world's (`ranked`): each match's index in each pool is its rank, and a word whose
+            /// matches are all of every pool's members there is a run of consecutive rows in
+            /// each, zipped like slices.
+            #[inline(always)]
+            fn fold_ranked<Acc, F>(mut self, mut acc: Acc, mut f: F) -> Acc
+            where
+                F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
+            {
+                let (owner, end, live) = (self.owner, self.end, self.live);
+                let (mut words, mut ranks) = (self.words, self.ranks);
+                let (w, mut m, mut next) = (self.word, self.matches, self.next);
+                // The rest of a word `next` started.
+                while m != 0 {
+                    let b = m.trailing_zeros();
+                    m &= m - 1;
+                    // SAFETY: each word is loaded once and each bit popped once.
+                    if let Some(item) = unsafe {
+                        Self::bit_item::<true>(&mut self.columns, owner, live, &words, &ranks, w, b)
+                    } {
+                        acc = f(acc, item);
+                    }
+                }
+                let lens = [$(self.columns.$i.index().len(),)+];
+                while next < end {
+                    let w = next;
+                    next += 1;
+                    let mut m = Self::load_word(&self.columns, &mut words, &mut ranks, w);
+                    if m == 0 {
+                        continue;
+                    }
+                    let run = m.count_ones() as usize;
+                    if true $(&& words[$i] == m && ranks[$i] + run <= lens[$i])+ {
+                        for j in 0..run {
+                            // SAFETY: `ranks[c] + j < ranks[c] + run <= len` of every column
+                            // (checked above); ranks only grow from word to word by the
+                            // members of the word left, so no row is fetched twice.
+                            let key = unsafe {
+                                *self.columns.0.index().keys.get_unchecked(ranks[0] + j)
+                            };
+                            // SAFETY: as above.
+                            let items = unsafe { ($(self.columns.$i.fetch(ranks[$i] + j),)+) };
+                            acc = f(acc, (key.entity(owner), items));
+                        }
+                        continue;
+                    }
+                    while m != 0 {
+                        let b = m.trailing_zeros();
+                        m &= m - 1;
+                        let low = (1u64 << b) - 1;
+                        let d = [$(ranks[$i] + (words[$i] & low).count_ones() as usize,)+];
+                        if false $(|| d[$i] >= lens[$i])+ {
+                            continue;
+                        }
+                        // SAFETY: every `d[c] < len` (checked); bit `b` is set in every
+                        // column's word, so `d[c]` is that bit's rank among the column's
+                        // members: distinct bits get distinct ranks, and ranks of later
+                        // words are larger. No row is fetched twice.
+                        let key = unsafe { *self.columns.0.index().keys.get_unchecked(d[0]) };
+                        // SAFETY: as above.
+                        let items = unsafe { ($(self.columns.$i.fetch(d[$i]),)+) };
+                        acc = f(acc, (key.entity(owner), items));
+                    }
+                }
+                acc
+            }
+
+            /// [`fold_bits`](Self::fold_bits) by rank, built with the population-count
+            /// instruction.
+            ///
+            /// # Safety
+            /// The CPU has it.
+            #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+            #[target_feature(enable = "popcnt")]
+            unsafe fn fold_bits_popcnt<Acc, F>(self, acc: Acc, f: F) -> Acc
+            where
+                F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
+            {
+                self.fold_bits::<true, Acc, F>(acc, f)
+            }
+
+            /// Never called: every other target ranks natively.
+            #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
+            unsafe fn fold_bits_popcnt<Acc, F>(self, acc: Acc, f: F) -> Acc
+            where
+                F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
+            {
+                self.fold_bits::<true, Acc, F>(acc, f)
+            }
+        }
+
+        impl<$($c: Sealed),+> Join<($($c,)+)> {
+            /// The plan this join chose.
+            pub fn plan(&self) -> JoinPlan {
+                match self.plan {
+                    Plan::Aligned => JoinPlan::Aligned,
+                    Plan::Bits => JoinPlan::Bits,
+                    Plan::Driver(_) => JoinPlan::Driver,
+                }
+            }
+        }
+
+        impl<$($c: Sealed),+> Iterator for Join<($($c,)+)> {
+            type Item = (EntityId, ($(<$c as Sealed>::Item,)+));
+
+            #[inline]
+            fn next(&mut self) -> Option<Self::Item> {
+                match self.plan {
+                    Plan::Aligned => {
+                        if self.next >= self.end {
+                            return None;
+                        }
+                        let i = self.next;
+                        self.next += 1;
+                        // SAFETY: `i < end`, each row once (`next` only grows).
+                        Some(unsafe { Self::aligned_item(&mut self.columns, self.owner, i) })
+                    }
+                    Plan::Driver(driver) => {
+                        while self.next < self.end {
+                            let i = self.next;
+                            self.next += 1;
+                            // SAFETY: `i < end`, each row once.
+                            let item = unsafe {
+                                Self::driver_item(&mut self.columns, self.owner, driver, i)
+                            };
+                            if item.is_some() {
+                                return item;
+                            }
+                        }
+                        None
+                    }
+                    Plan::Bits => loop {
+                        while self.matches == 0 {
+                            if self.next >= self.end {
+                                return None;
+                            }
+                            self.word = self.next;
+                            self.next += 1;
+                            self.matches = Self::load_word(
+                                &self.columns,
+                                &mut self.words,
+                                &mut self.ranks,
+                                self.word,
+                            );
+                        }
+                        let b = self.matches.trailing_zeros();
+                        self.matches &= self.matches - 1;
+                        // SAFETY: each word is loaded once and each of its bits popped once.
+                        let item = unsafe {
+                            Self::bit_item::<NATIVE_RANK>(
+                                &mut self.columns,
+                                self.owner,
+                                self.live,
+                                &self.words,
+                                &self.ranks,
+                                self.word,
+                                b,
+                            )
+                        };
+                        if item.is_some() {
+                            return item;
+                        }
+                    },
+                }
+            }
+
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                match self.plan {
+                    Plan::Bits => (0, Some(self.bound)),
+                    Plan::Aligned => (self.end - self.next, Some(self.end - self.next)),
+                    Plan::Driver(_) => (0, Some(self.end - self.next)),
+                }
+            }
+
+            #[inline]
+            fn fold<Acc, F>(mut self, init: Acc, mut f: F) -> Acc
+            where
+                F: FnMut(Acc, Self::Item) -> Acc,
+            {
+                let mut acc = init;
+                let (owner, end) = (self.owner, self.end);
+                match self.plan {
+                    Plan::Aligned => {
+                        for i in self.next..end {
+                            // SAFETY: `i < end`, each row once.
+                            acc = f(acc, unsafe { Self::aligned_item(&mut self.columns, owner, i) });
+                        }
+                    }
+                    Plan::Driver(driver) => {
+                        for i in self.next..end {
+                            let columns = &mut self.columns;
+                            // SAFETY: `i < end`, each row once.
+                            let item = unsafe { Self::driver_item(columns, owner, driver, i) };
+                            if let Some(item) = item {
+                                acc = f(acc, item);
+                            }
+                        }
+                    }
+                    Plan::Bits if NATIVE_RANK => acc = self.fold_bits::<true, _, _>(acc, f),
+                    Plan::Bits if has_popcnt() => {
+                        // SAFETY: the CPU has the instruction (checked just now).
+                        acc = unsafe { self.fold_bits_popcnt(acc, f) };
+                    }
+                    Plan::Bits => acc = self.fold_bits::<false, _, _>(acc, f),
+                }
+                acc
+            }
+        }
+    };
+}
+
+tuple_join!(C0 0, C1 1);
+tuple_join!(C0 0, C1 1, C2 2);
+tuple_join!(C0 0, C1 1, C2 2, C3 3);
+tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4);
+tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4, C5 5);
