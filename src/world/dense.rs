@@ -23,8 +23,8 @@
 //!
 //! Two summaries serve joins (see [`query`](super::query)), kept exact by every change:
 //! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
-//! the *order* facts: whether `keys[..len]` is strictly ascending by slot (`sorted`, then the
-//! entry of the `r`-th set bit is at dense index `r`), and `slot_end`, above every stored slot.
+//! the *order* fact `sorted`: when set, `keys[..len]` ascend strictly by slot (then the entry
+//! of the `r`-th set bit is at dense index `r`); it may be clear for keys that do ascend.
 //! Neither is trusted for memory safety: a join confirms each index against the key there.
 //!
 //! Mutation goes through [`DenseMut`], which holds the arrays' pointers and the length in locals
@@ -88,20 +88,15 @@ pub(crate) const fn words_for(capacity: usize) -> usize {
     capacity.div_ceil(WORD_BITS)
 }
 
-/// A pool's order facts (module invariants): `sorted` iff its keys ascend strictly by slot,
-/// and every stored slot is below `slot_end`.
+/// A pool's order fact (module invariants): when `sorted`, its keys ascend strictly by slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Order {
     pub(crate) sorted: bool,
-    pub(crate) slot_end: u32,
 }
 
 impl Order {
     /// The order of an empty pool.
-    pub(crate) const EMPTY: Order = Order {
-        sorted: true,
-        slot_end: 0,
-    };
+    pub(crate) const EMPTY: Order = Order { sorted: true };
 }
 
 /// A pool's lookup structures, borrowed apart from its values (for gets and joins).
@@ -149,14 +144,16 @@ impl<'p> Index<'p> {
 
     /// Dense index of `slot`'s entry when it has one (any generation), else any index or
     /// none: the caller confirms the key there. Branch-free on the diagonal test.
+    /// Both candidates are loaded and one is selected without a branch: in a join the
+    /// diagonal test is unpredictable, and a mispredicted branch would serialise the lookups
+    /// of consecutive matches, which otherwise overlap.
     #[inline(always)]
     pub(crate) fn slot_hint(&self, slot: usize) -> usize {
-        let last = self.keys.len().wrapping_sub(1);
-        let c = slot.min(last);
-        match self.keys.get(c) {
-            Some(k) if k.slot() as usize == slot => c,
-            _ => self.sparse.get(slot).map_or(usize::MAX, |d| d.0 as usize),
-        }
+        let c = slot.min(self.keys.len().wrapping_sub(1));
+        let on_diagonal = self.keys.get(c).is_some_and(|k| k.slot() as usize == slot);
+        let sparse = self.sparse.get(slot).map_or(usize::MAX, |d| d.0 as usize);
+        let keep = usize::from(on_diagonal).wrapping_neg();
+        (c & keep) | (sparse & !keep)
     }
 
     /// The owners.
@@ -297,8 +294,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             self.set_sparse(key.slot(), i);
         }
         self.set_bit(key.slot());
-        self.order.sorted &= key.slot() >= self.order.slot_end;
-        self.order.slot_end = self.order.slot_end.max(key.slot() + 1);
+        if self.order.sorted && i > 0 {
+            // SAFETY: `0 < i == len`: the last initialized key.
+            let last = unsafe { self.keys.add(i - 1).read() };
+            self.order.sorted = last.slot() < key.slot();
+        }
         // SAFETY: `i < capacity`, within both allocations (struct invariant); the length
         // grows by one to cover exactly the newly initialized elements.
         unsafe {
@@ -378,8 +378,11 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         self.len = len + count;
         if count > 0 {
             set_bits(self.bits, first as usize, count);
-            self.order.sorted &= first >= self.order.slot_end;
-            self.order.slot_end = self.order.slot_end.max(first + count as u32);
+            if self.order.sorted && len > 0 {
+                // SAFETY: `0 < len`: the last key before the batch.
+                let last = unsafe { self.keys.add(len - 1).read() };
+                self.order.sorted = last.slot() < first;
+            }
         }
         if first as usize != len {
             for k in 0..count {

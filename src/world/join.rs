@@ -17,7 +17,7 @@
 //! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
 //! safety: every yielded index is confirmed against the key stored at it.
 
-use super::dense::{words_for, Index, WORD_BITS};
+use super::dense::{Index, WORD_BITS};
 use super::query::sealed::Sealed;
 use super::query::{IntoColumn, Role};
 use super::{EntityId, EntityKey};
@@ -78,6 +78,8 @@ pub struct Join<C> {
     live: bool,
     /// Every column is required, its pool a world's and slot-sorted (see `fold_ranked`).
     ranked: bool,
+    /// Some pool is slot-sorted (ranks can help).
+    sorted: bool,
     /// Aligned, driver: the next row. Bits: the next word.
     next: usize,
     /// Aligned, driver: rows. Bits: words.
@@ -152,10 +154,10 @@ fn word_of(ix: &Index<'_>, w: usize) -> u64 {
     ix.bits.get(w).copied().unwrap_or(0)
 }
 
-/// The slots a bits plan scans: none past the smallest bound of a required pool.
+/// The membership words a bits plan scans (the pool's whole slot range).
 #[inline(always)]
 fn bits_words(ix: &Index<'_>) -> usize {
-    words_for(ix.order.slot_end as usize).min(ix.bits.len())
+    ix.bits.len()
 }
 
 macro_rules! tuple_join {
@@ -182,12 +184,13 @@ macro_rules! tuple_join {
                 } )+
                 let owner = owner.unwrap_or(0);
                 let (mut foreign, mut aligned, mut layout, mut live) = (false, true, None, true);
-                let mut ranked = true;
+                let (mut ranked, mut sorted) = (true, false);
                 let (mut bound, mut driver, mut words, mut required) = (usize::MAX, 0, usize::MAX, 0);
                 $(
                     let ix = columns.$i.index();
                     live &= ix.live;
                     ranked &= matches!($c::ROLE, Role::Required) && ix.order.sorted;
+                    sorted |= ix.order.sorted && !ix.keys.is_empty();
                     if ix.owner != owner {
                         // Another registry's pool holds none of the join's entities.
                         foreign |= matches!($c::ROLE, Role::Required);
@@ -225,6 +228,7 @@ macro_rules! tuple_join {
                     owner,
                     live,
                     ranked: ranked && live,
+                    sorted,
                     next: 0,
                     end,
                     bound,
@@ -299,15 +303,15 @@ macro_rules! tuple_join {
             /// Each slot at most once.
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
-            unsafe fn bit_item<const RANK: bool>(
+            unsafe fn bit_item<const RANK: bool, const LIVE: bool>(
                 columns: &mut ($($c,)+),
                 owner: OwnerToken,
-                live: bool,
                 words: &[u64; MAX_COLUMNS],
                 ranks: &[usize; MAX_COLUMNS],
                 w: usize,
                 b: u32,
             ) -> Option<(EntityId, ($(<$c as Sealed>::Item,)+))> {
+                let live = LIVE;
                 let slot = w * WORD_BITS + b as usize;
                 let low = (1u64 << b) - 1;
                 let mut lead: Option<EntityKey> = None;
@@ -367,10 +371,10 @@ macro_rules! tuple_join {
                 Some((key.entity(owner), unsafe { ($(columns.$i.fetch(d[$i]),)+) }))
             }
 
-            /// Moves to membership word `w` (bits plan): the previous word's members join
-            /// the ranks. Returns the word's matches (required columns' words ANDed).
+            /// Moves to membership word `w` (bits plan): with `COUNT`, the previous word's
+            /// members join the ranks (a path that never ranks skips it). Returns the word's matches (required columns' words ANDed).
             #[inline(always)]
-            fn load_word(
+            fn load_word<const COUNT: bool>(
                 columns: &($($c,)+),
                 words: &mut [u64; MAX_COLUMNS],
                 ranks: &mut [usize; MAX_COLUMNS],
@@ -378,7 +382,9 @@ macro_rules! tuple_join {
             ) -> u64 {
                 let mut m = !0u64;
                 $(
-                    ranks[$i] += words[$i].count_ones() as usize;
+                    if COUNT {
+                        ranks[$i] += words[$i].count_ones() as usize;
+                    }
                     words[$i] = word_of(&columns.$i.index(), w);
                     if matches!($c::ROLE, Role::Required) {
                         m &= words[$i];
@@ -391,14 +397,18 @@ macro_rules! tuple_join {
         impl<$($c: Sealed),+> Join<($($c,)+)> {
             /// The rest of a bits plan, internally iterated.
             #[inline(always)]
-            fn fold_bits<const RANK: bool, Acc, F>(mut self, mut acc: Acc, mut f: F) -> Acc
+            fn fold_bits<const RANK: bool, const LIVE: bool, Acc, F>(
+                mut self,
+                mut acc: Acc,
+                mut f: F,
+            ) -> Acc
             where
                 F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
             {
-                if RANK && self.ranked {
+                if RANK && LIVE && self.ranked {
                     return self.fold_ranked(acc, f);
                 }
-                let (owner, end, live) = (self.owner, self.end, self.live);
+                let (owner, end) = (self.owner, self.end);
                 let (mut words, mut ranks) = (self.words, self.ranks);
                 let (mut w, mut m, mut next) = (self.word, self.matches, self.next);
                 loop {
@@ -407,7 +417,7 @@ macro_rules! tuple_join {
                         m &= m - 1;
                         // SAFETY: each word is loaded once and each bit popped once.
                         if let Some(item) = unsafe {
-                            Self::bit_item::<RANK>(&mut self.columns, owner, live, &words, &ranks, w, b)
+                            Self::bit_item::<RANK, LIVE>(&mut self.columns, owner, &words, &ranks, w, b)
                         } {
                             acc = f(acc, item);
                         }
@@ -417,7 +427,7 @@ macro_rules! tuple_join {
                     }
                     w = next;
                     next += 1;
-                    m = Self::load_word(&self.columns, &mut words, &mut ranks, w);
+                    m = Self::load_word::<RANK>(&self.columns, &mut words, &mut ranks, w);
                 }
             }
 
@@ -430,7 +440,7 @@ macro_rules! tuple_join {
             where
                 F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
             {
-                let (owner, end, live) = (self.owner, self.end, self.live);
+                let (owner, end) = (self.owner, self.end);
                 let (mut words, mut ranks) = (self.words, self.ranks);
                 let (w, mut m, mut next) = (self.word, self.matches, self.next);
                 // The rest of a word `next` started.
@@ -439,7 +449,7 @@ macro_rules! tuple_join {
                     m &= m - 1;
                     // SAFETY: each word is loaded once and each bit popped once.
                     if let Some(item) = unsafe {
-                        Self::bit_item::<true>(&mut self.columns, owner, live, &words, &ranks, w, b)
+                        Self::bit_item::<true, true>(&mut self.columns, owner, &words, &ranks, w, b)
                     } {
                         acc = f(acc, item);
                     }
@@ -448,7 +458,7 @@ macro_rules! tuple_join {
                 while next < end {
                     let w = next;
                     next += 1;
-                    let mut m = Self::load_word(&self.columns, &mut words, &mut ranks, w);
+                    let mut m = Self::load_word::<true>(&self.columns, &mut words, &mut ranks, w);
                     if m == 0 {
                         continue;
                     }
@@ -499,7 +509,11 @@ macro_rules! tuple_join {
             where
                 F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
             {
-                self.fold_bits::<true, Acc, F>(acc, f)
+                if self.live {
+                    self.fold_bits::<true, true, Acc, F>(acc, f)
+                } else {
+                    self.fold_bits::<true, false, Acc, F>(acc, f)
+                }
             }
 
             /// Never called: every other target ranks natively.
@@ -508,7 +522,11 @@ macro_rules! tuple_join {
             where
                 F: FnMut(Acc, <Self as Iterator>::Item) -> Acc,
             {
-                self.fold_bits::<true, Acc, F>(acc, f)
+                if self.live {
+                    self.fold_bits::<true, true, Acc, F>(acc, f)
+                } else {
+                    self.fold_bits::<true, false, Acc, F>(acc, f)
+                }
             }
         }
 
@@ -559,7 +577,7 @@ macro_rules! tuple_join {
                             }
                             self.word = self.next;
                             self.next += 1;
-                            self.matches = Self::load_word(
+                            self.matches = Self::load_word::<true>(
                                 &self.columns,
                                 &mut self.words,
                                 &mut self.ranks,
@@ -570,15 +588,25 @@ macro_rules! tuple_join {
                         self.matches &= self.matches - 1;
                         // SAFETY: each word is loaded once and each of its bits popped once.
                         let item = unsafe {
-                            Self::bit_item::<NATIVE_RANK>(
-                                &mut self.columns,
-                                self.owner,
-                                self.live,
-                                &self.words,
-                                &self.ranks,
-                                self.word,
-                                b,
-                            )
+                            if self.live {
+                                Self::bit_item::<NATIVE_RANK, true>(
+                                    &mut self.columns,
+                                    self.owner,
+                                    &self.words,
+                                    &self.ranks,
+                                    self.word,
+                                    b,
+                                )
+                            } else {
+                                Self::bit_item::<NATIVE_RANK, false>(
+                                    &mut self.columns,
+                                    self.owner,
+                                    &self.words,
+                                    &self.ranks,
+                                    self.word,
+                                    b,
+                                )
+                            }
                         };
                         if item.is_some() {
                             return item;
@@ -619,12 +647,17 @@ macro_rules! tuple_join {
                             }
                         }
                     }
-                    Plan::Bits if NATIVE_RANK => acc = self.fold_bits::<true, _, _>(acc, f),
-                    Plan::Bits if has_popcnt() => {
-                        // SAFETY: the CPU has the instruction (checked just now).
-                        acc = unsafe { self.fold_bits_popcnt(acc, f) };
+                    Plan::Bits => {
+                        let rank = self.sorted && (NATIVE_RANK || has_popcnt());
+                        acc = match (rank, self.live) {
+                            // SAFETY: the CPU has the instruction (`has_popcnt`).
+                            (true, _) if !NATIVE_RANK => unsafe { self.fold_bits_popcnt(acc, f) },
+                            (true, true) => self.fold_bits::<true, true, _, _>(acc, f),
+                            (true, false) => self.fold_bits::<true, false, _, _>(acc, f),
+                            (false, true) => self.fold_bits::<false, true, _, _>(acc, f),
+                            (false, false) => self.fold_bits::<false, false, _, _>(acc, f),
+                        };
                     }
-                    Plan::Bits => acc = self.fold_bits::<false, _, _>(acc, f),
                 }
                 acc
             }

@@ -141,6 +141,10 @@ struct RemoveAll {
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        // Pools the entity is not in cost one bitset word.
+        if !pool.holds_slot(self.key.slot()) {
+            return;
+        }
         let layout = pool.layout();
         self.removed += u64::from(pool.remove_key(self.key).is_some());
         // Every pool sharing the stamp held equal keys, so the entity at the same index, and

@@ -218,6 +218,15 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         true
     }
 
+    /// Whether some entry holds `slot` (any generation): its membership bit.
+    #[inline(always)]
+    pub(crate) fn holds_slot(&self, slot: u32) -> bool {
+        let s = slot as usize;
+        self.bits
+            .get(s / super::dense::WORD_BITS)
+            .is_some_and(|w| w >> (s % super::dense::WORD_BITS) & 1 != 0)
+    }
+
     /// The layout stamp (see the field).
     #[inline(always)]
     pub(crate) fn layout(&self) -> u64 {
@@ -584,6 +593,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// owner tokens), returning its value.
     #[inline(always)]
     pub(crate) fn remove_key(&mut self, key: EntityKey) -> Option<T> {
+        if !self.holds_slot(key.slot()) {
+            // Not a member: one bitset word read, the keys and the stamp untouched.
+            return None;
+        }
         let mut dense = self.dense_mut();
         let removed = dense.remove(key);
         dense.finish();

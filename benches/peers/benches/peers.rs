@@ -65,6 +65,13 @@ fn single_threaded<M: Measurement>(c: &mut Criterion<M>) {
     group!(c, "join_half", joins::JoinHalf);
     group!(c, "join_sparse3", joins::JoinSparse3);
     group!(c, "join_mixed4", joins::JoinMixed4);
+    {
+        let mut g = c.benchmark_group("frame");
+        bench::<frame::ludus::Frame, _>(&mut g, "ludus");
+        bench::<frame::raw::Frame, _>(&mut g, "raw");
+        bench::<frame::hecs::Frame, _>(&mut g, "hecs");
+        g.finish();
+    }
 }
 
 fn parallel(c: &mut Criterion<WallTime>) {

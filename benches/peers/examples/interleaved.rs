@@ -178,6 +178,16 @@ fn main() {
         ("join_half", Box::new(|| contenders!(joins; JoinHalf))),
         ("join_sparse3", Box::new(|| contenders!(joins; JoinSparse3))),
         ("join_mixed4", Box::new(|| contenders!(joins; JoinMixed4))),
+        (
+            "frame",
+            Box::new(|| {
+                vec![
+                    boxed::<frame::ludus::Frame>("ludus"),
+                    boxed::<frame::raw::Frame>("raw"),
+                    boxed::<frame::hecs::Frame>("hecs"),
+                ]
+            }),
+        ),
     ];
     println!("| workload | ludus | raw | best peer | ludus ÷ raw | ludus ÷ best peer |");
     println!("| --- | ---: | ---: | --- | ---: | ---: |");

@@ -79,6 +79,12 @@ fn main() {
         "join_half" => dispatch!(contender, joins::JoinHalf, n),
         "join_sparse3" => dispatch!(contender, joins::JoinSparse3, n),
         "join_mixed4" => dispatch!(contender, joins::JoinMixed4, n),
+        "frame" => match contender {
+            "ludus" => spin::<frame::ludus::Frame>(n),
+            "raw" => spin::<frame::raw::Frame>(n),
+            "hecs" => spin::<frame::hecs::Frame>(n),
+            other => panic!("unknown contender {other}"),
+        },
         other => panic!("unknown workload {other}"),
     }
 }

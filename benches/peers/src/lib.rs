@@ -14,6 +14,7 @@ pub mod components;
 pub mod math;
 
 pub mod bevy_c;
+pub mod frame;
 pub mod hecs_c;
 pub mod joins;
 pub mod ludus_c;
@@ -191,7 +192,7 @@ pub fn churn_checksum(alive_old: usize, live: Digest) -> u64 {
 // Verification.
 
 /// Names of the workloads, as criterion group names.
-pub const WORKLOADS: [&str; 12] = [
+pub const WORKLOADS: [&str; 13] = [
     "simple_insert",
     "simple_iter",
     "frag_iter",
@@ -204,6 +205,7 @@ pub const WORKLOADS: [&str; 12] = [
     "join_half",
     "join_sparse3",
     "join_mixed4",
+    "frame",
 ];
 
 /// Checksums of one workload, per contender, in the order `(contender, checksum)`.
@@ -254,6 +256,14 @@ pub fn all_checksums() -> Vec<(&'static str, Checksums)> {
         ("join_half", all_contenders!(joins; JoinHalf)),
         ("join_sparse3", all_contenders!(joins; JoinSparse3)),
         ("join_mixed4", all_contenders!(joins; JoinMixed4)),
+        (
+            "frame",
+            vec![
+                ("raw", checksum_of::<frame::raw::Frame>()),
+                ("ludus", checksum_of::<frame::ludus::Frame>()),
+                ("hecs", checksum_of::<frame::hecs::Frame>()),
+            ],
+        ),
     ]
 }
 

@@ -1,0 +1,98 @@
+//! ludus: an owned group `moving(position, velocity)` for `movement`, plain joins for `spin` and
+//! `decay`, a `CommandBuffer` for the structural step (destroys recorded against the read-only
+//! registry during the systems phase, bundles spawned by one command each, one commit).
+
+#![allow(missing_docs)] // the `world!` expansion
+
+use std::collections::VecDeque;
+
+use ::ludus::world::{join, CommandBuffer, Provisional, WorldOps};
+use ::ludus::EntityId;
+
+use super::*;
+use crate::{Digest, Workload};
+
+::ludus::world! {
+    pub struct FrameWorld {
+        pub position: Position,
+        pub velocity: Velocity,
+        pub rotation: Rotation,
+        pub data: Data,
+    }
+    groups { moving(position: Position, velocity: Velocity) }
+}
+
+/// The frame on a ludus world.
+pub struct Frame {
+    world: FrameWorld,
+    order: VecDeque<EntityId>,
+    cmd: CommandBuffer,
+    spawned: Vec<Provisional>,
+    next: usize,
+}
+
+/// Records the spawn of entity number `i` with its bundle.
+fn record(cmd: &mut CommandBuffer, w: &FrameWorld, i: usize) -> Provisional {
+    let r = &w.registry;
+    match components(i) {
+        (p, None, None, None) => cmd.spawn(r, (p,)),
+        (p, Some(v), None, None) => cmd.spawn(r, (p, v)),
+        (p, None, Some(o), None) => cmd.spawn(r, (p, o)),
+        (p, None, None, Some(d)) => cmd.spawn(r, (p, d)),
+        (p, Some(v), Some(o), None) => cmd.spawn(r, (p, v, o)),
+        (p, Some(v), None, Some(d)) => cmd.spawn(r, (p, v, d)),
+        (p, None, Some(o), Some(d)) => cmd.spawn(r, (p, o, d)),
+        (p, Some(v), Some(o), Some(d)) => cmd.spawn(r, (p, v, o, d)),
+    }
+    .unwrap()
+}
+
+impl Workload for Frame {
+    fn setup() -> Self {
+        let mut world = FrameWorld::try_new(FRAME_N + FRAME_CHURN).unwrap();
+        let mut cmd = CommandBuffer::try_with_capacity(FRAME_N * 5, FRAME_N * 64).unwrap();
+        let spawned: Vec<Provisional> = (0..FRAME_N).map(|i| record(&mut cmd, &world, i)).collect();
+        world.commit(&mut cmd).unwrap();
+        let order = spawned.iter().map(|&p| cmd.resolve(p).unwrap()).collect();
+        world.end_structural();
+        Frame {
+            world,
+            order,
+            cmd: CommandBuffer::try_with_capacity(FRAME_CHURN * 6, FRAME_CHURN * 64).unwrap(),
+            spawned: Vec::with_capacity(FRAME_CHURN),
+            next: FRAME_N,
+        }
+    }
+    fn run(&mut self) {
+        let w = &mut self.world;
+        let (_, ps, vs) = w.moving();
+        ps.iter_mut()
+            .zip(vs.iter())
+            .for_each(|(p, v)| movement(p, v));
+        join((&mut w.rotation, &w.velocity)).for_each(|(_, (r, v))| spin(r, v));
+        join((&mut w.data, &w.position)).for_each(|(_, (d, p))| decay(d, p));
+        for e in self.order.drain(..FRAME_CHURN) {
+            self.cmd.destroy(&w.registry, e).unwrap();
+        }
+        self.spawned.clear();
+        for k in 0..FRAME_CHURN {
+            self.spawned.push(record(&mut self.cmd, w, self.next + k));
+        }
+        w.begin_structural();
+        w.commit(&mut self.cmd).unwrap();
+        w.end_structural();
+        for &p in &self.spawned {
+            self.order.push_back(self.cmd.resolve(p).unwrap());
+        }
+        self.next += FRAME_CHURN;
+    }
+    fn checksum(&self) -> u64 {
+        let w = &self.world;
+        let mut d = Digest::default();
+        w.position.values().iter().for_each(|x| d.add_pod(x));
+        w.velocity.values().iter().for_each(|x| d.add_pod(x));
+        w.rotation.values().iter().for_each(|x| d.add_pod(x));
+        w.data.values().iter().for_each(|x| d.add_pod(x));
+        frame_checksum(w.registry.len(), d)
+    }
+}
