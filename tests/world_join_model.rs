@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytemuck::{Pod, Zeroable};
-use ludus::world::{join, opt, without, ComponentPool, EntityRegistry, Join, JoinPlan, WorldOps};
+use ludus::world::{
+    join, opt, without, CommandBuffer, ComponentPool, EntityRegistry, Join, JoinPlan, WorldOps,
+};
 use ludus::EntityId;
 use proptest::prelude::*;
 
@@ -58,6 +60,10 @@ enum Op {
     Sort(u8),
     /// Bump every value of c through a join (checks `&mut` yields write where they should).
     Bump(u32),
+    /// One commit of a `CommandBuffer`: destroys of the picked handles, then spawns of
+    /// `(C, D, E)` bundles (which may reuse the slots those destroys free: a full world
+    /// replaces entities in one commit) and of `(A, B, C)` bundles (a grouped pair).
+    Commit(Vec<usize>, u8, u8, u32),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -70,6 +76,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u8..5, any::<usize>()).prop_map(|(k, i)| Op::Remove(k, i)),
         1 => (2u8..5).prop_map(Op::Sort),
         1 => any::<u32>().prop_map(Op::Bump),
+        2 => (proptest::collection::vec(any::<usize>(), 0..6), 0u8..6, 0u8..3, any::<u32>())
+            .prop_map(|(d, n, g, v)| Op::Commit(d, n, g, v)),
     ]
 }
 
@@ -273,6 +281,43 @@ fn run(ops: Vec<Op>) {
                     }
                 }
             }
+            Op::Commit(picks, n, g, v) => {
+                let mut cmd = CommandBuffer::try_with_capacity(64, 1024).unwrap();
+                let mut doomed = Vec::new();
+                for i in picks {
+                    if handles.is_empty() {
+                        break;
+                    }
+                    let e = handles.swap_remove(i % handles.len());
+                    cmd.destroy(&w.registry, e).unwrap();
+                    doomed.push(e);
+                }
+                let room = w.registry.available() + doomed.len();
+                let (n, g) = (usize::from(n).min(room), usize::from(g));
+                let g = g.min(room - n);
+                let cde: Vec<_> = (0..n as u32)
+                    .map(|i| cmd.spawn(&w.registry, (C(v ^ i), D(i), E(v))).unwrap())
+                    .collect();
+                let abc: Vec<_> = (0..g as u32)
+                    .map(|i| cmd.spawn(&w.registry, (A(i), B(v), C(i))).unwrap())
+                    .collect();
+                w.commit(&mut cmd).unwrap();
+                for e in doomed {
+                    m.remove(&e);
+                }
+                for (i, p) in cde.into_iter().enumerate() {
+                    let e = cmd.resolve(p).unwrap();
+                    let i = i as u32;
+                    m.insert(e, [None, None, Some(v ^ i), Some(i), Some(v)]);
+                    handles.push(e);
+                }
+                for (i, p) in abc.into_iter().enumerate() {
+                    let e = cmd.resolve(p).unwrap();
+                    let i = i as u32;
+                    m.insert(e, [Some(i), Some(v), Some(i), None, None]);
+                    handles.push(e);
+                }
+            }
         }
         check_joins(&mut w, &m);
     }
@@ -439,11 +484,16 @@ fn every_plan_agrees_with_the_model() {
     let j = join((&w.c, &w.d));
     assert_eq!(j.plan(), JoinPlan::Driver);
     assert_eq!(j.map(|(e, _)| e).collect::<Vec<_>>(), vec![keep]);
+    // Unsorted, and every row of the smallest required pool matches: it drives.
     let j = join((&w.c, without(&w.d)));
-    assert_eq!(j.plan(), JoinPlan::Bits);
+    assert_eq!(j.plan(), JoinPlan::Driver);
     assert_eq!(j.count(), left - 1);
     assert!(!w.c.is_slot_sorted());
     assert!(w.c.sort_by_slot() && w.c.is_slot_sorted());
+    // Sorted: the bits plan finds each row by rank.
+    let j = join((&w.c, without(&w.d)));
+    assert_eq!(j.plan(), JoinPlan::Bits);
+    assert_eq!(j.count(), left - 1);
     let mut seen: Vec<EntityId> = join((&w.c, &w.e)).map(|(e, _)| e).collect();
     assert_eq!(seen.len(), left);
     seen.sort();

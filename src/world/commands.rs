@@ -68,6 +68,9 @@ enum Command {
         component: TypeId,
         offset: u32,
         size: u32,
+        /// One component of a [`CommandBuffer::spawn`] bundle: distinct types, recorded right
+        /// after their create, so at commit the entity is fresh and holds no such component.
+        fresh: bool,
     },
     Remove {
         subject: Subject,
@@ -89,7 +92,7 @@ pub trait CommandBundle: sealed::Sealed {
     /// The first type named twice.
     fn duplicate() -> Option<&'static str>;
     /// Hands each component's type and bytes to `push`, in order.
-    fn record(self, push: &mut dyn FnMut(TypeId, &[u8]));
+    fn record<F: FnMut(TypeId, &[u8])>(self, push: F);
 }
 
 macro_rules! tuple_command_bundle {
@@ -101,7 +104,8 @@ macro_rules! tuple_command_bundle {
             fn duplicate() -> Option<&'static str> {
                 first_duplicate(&[$(TypeId::of::<$t>()),+], &[$(core::any::type_name::<$t>()),+])
             }
-            fn record(self, push: &mut dyn FnMut(TypeId, &[u8])) {
+            #[inline(always)]
+            fn record<F: FnMut(TypeId, &[u8])>(self, mut push: F) {
                 $( push(TypeId::of::<$t>(), bytemuck::bytes_of(&self.$i)); )+
             }
         }
@@ -132,6 +136,76 @@ impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
             Err(_) => Err(WorldError::UnknownComponent),
         };
     }
+}
+
+/// The layout stamp a commit hands the pools of one spawned bundle (as `spawn` does): the
+/// fresh stamp, and the layout class of the bundle's first pool before its insert.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BundleLayout {
+    stamp: u64,
+    first: Option<Option<u64>>,
+}
+
+impl BundleLayout {
+    /// After the bundle's append to an ungrouped `pool` whose class was `class`: the pools of
+    /// the first pool's class (equal keys before, the same append since) take the stamp.
+    #[inline(always)]
+    pub(crate) fn after_append<T: Pod, A: Allocator + Clone>(
+        &mut self,
+        pool: &mut super::ComponentPool<T, A>,
+        class: Option<u64>,
+    ) {
+        if self.stamp == 0 {
+            return;
+        }
+        let first = *self.first.get_or_insert(class);
+        if first.is_some() && class == first {
+            pool.set_layout(self.stamp);
+        }
+    }
+}
+
+/// Appends a value's bytes as the component whose type matched, to an entity that has none.
+struct InsertFreshBytes<'w, 'b, W> {
+    world: &'w mut W,
+    entity: EntityId,
+    bytes: &'b [u8],
+    layout: &'w mut BundleLayout,
+    result: Result<(), WorldError>,
+}
+
+impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
+    fn visit<T: Pod>(&mut self) {
+        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
+            // SAFETY: the contract of `insert_fresh_bytes`, which built this visitor.
+            Ok(value) => unsafe { ops::insert_fresh(self.world, self.entity, value, self.layout) },
+            Err(_) => Err(WorldError::UnknownComponent),
+        };
+    }
+}
+
+/// [`insert_bytes`] for an entity that holds no component of type `component` in any pool
+/// incarnation: appended without a slot lookup.
+///
+/// # Safety
+/// `entity` was created in `world`'s registry after its last release, every pool of `world`
+/// is bound to that registry, and nothing inserted a `component` for it since.
+unsafe fn insert_fresh_bytes<W: Roster>(
+    world: &mut W,
+    entity: EntityId,
+    component: TypeId,
+    bytes: &[u8],
+    layout: &mut BundleLayout,
+) -> Result<(), WorldError> {
+    let mut insert = InsertFreshBytes {
+        world,
+        entity,
+        bytes,
+        layout,
+        result: Err(WorldError::UnknownComponent),
+    };
+    W::Components::dispatch(component, &mut insert);
+    insert.result
 }
 
 /// Removes the component whose type matched.
@@ -403,14 +477,16 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         }
         self.room(T::BYTES)?;
         let p = self.create()?;
-        bundle.record(&mut |component, bytes| {
-            let offset = self.bytes.len() as u32;
-            self.bytes.extend_from_slice(bytes);
-            self.commands.push(Command::Insert {
+        let (commands, store) = (&mut self.commands, &mut self.bytes);
+        bundle.record(|component, bytes| {
+            let offset = store.len() as u32;
+            store.extend_from_slice(bytes);
+            commands.push(Command::Insert {
                 subject: Subject::Created(p.index),
                 component,
                 offset,
                 size: bytes.len() as u32,
+                fresh: true,
             });
         });
         self.registry = registry.owner();
@@ -465,6 +541,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             component: TypeId::of::<T>(),
             offset,
             size: bytes.len() as u32,
+            fresh: false,
         });
         self.registry = registry.owner();
         Ok(())
@@ -610,19 +687,51 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         }
         self.preflight(world)?;
         self.created.clear();
+        let mut layout = BundleLayout {
+            stamp: 0,
+            first: None,
+        };
         for i in 0..self.commands.len() {
             let applied = match self.commands[i] {
-                Command::Create => world.create().map(|e| self.created.push(e)),
-                Command::Destroy(e) => world.destroy(e),
+                Command::Create => {
+                    // A bundle's pools that were equal before its inserts share a fresh stamp
+                    // after them, as with `spawn` (the layout invariant of `ComponentPool`).
+                    let bundle = self.commands[i + 1..]
+                        .iter()
+                        .take_while(|c| matches!(c, Command::Insert { fresh: true, .. }))
+                        .count();
+                    layout = BundleLayout {
+                        stamp: if bundle > 1 {
+                            world.parts().0 .0.fresh_layout()
+                        } else {
+                            0
+                        },
+                        first: None,
+                    };
+                    world.create().map(|e| self.created.push(e))
+                }
+                // The roster and the durable part were checked above, the target's
+                // protection in the preflight.
+                Command::Destroy(e) => ops::destroy_checked_roster(world, e),
                 Command::Insert {
                     subject,
                     component,
                     offset,
                     size,
+                    fresh,
                 } => {
                     let entity = self.entity(subject)?;
                     let bytes = &self.bytes[offset as usize..(offset + size) as usize];
-                    insert_bytes(world, entity, component, bytes)
+                    if fresh {
+                        // SAFETY: a fresh insert follows its bundle's create, which this commit
+                        // applied just before (commands apply in order, and a bundle's commands
+                        // are recorded together) in this world's registry, whose pools are
+                        // exactly the bound ones (checked above): the entity is new and holds
+                        // none of the bundle's distinct types yet.
+                        unsafe { insert_fresh_bytes(world, entity, component, bytes, &mut layout) }
+                    } else {
+                        insert_bytes(world, entity, component, bytes)
+                    }
                 }
                 Command::Remove { subject, component } => {
                     let entity = self.entity(subject)?;

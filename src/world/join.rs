@@ -215,9 +215,13 @@ macro_rules! tuple_join {
                     (Plan::Driver(driver), 0)
                 } else if aligned {
                     (Plan::Aligned, bound)
-                } else if words.saturating_mul(required + 1) <= bound.saturating_mul(4 * required) {
+                } else if words.saturating_mul(required + 1) <= bound.saturating_mul(4 * required)
+                    && (sorted || Self::matches(&columns, words) * 2 < bound)
+                {
                     // A word costs about a load and an AND per column; a probed row several
-                    // dependent loads and often a mispredicted branch.
+                    // dependent loads and often a mispredicted branch. Without a sorted pool
+                    // (every match is looked up anyway) the smallest pool drives instead when
+                    // most of its rows match: it is then read in order, for free.
                     (Plan::Bits, words)
                 } else {
                     (Plan::Driver(driver), bound)
@@ -237,6 +241,20 @@ macro_rules! tuple_join {
                     words: [0; MAX_COLUMNS],
                     ranks: [0; MAX_COLUMNS],
                 }
+            }
+
+            /// The slots held by every required column in words `..words` (counted when
+            /// choosing a plan: about a load, an AND and a count per column and word).
+            fn matches(columns: &($($c,)+), words: usize) -> usize {
+                (0..words)
+                    .map(|w| {
+                        let mut m = !0u64;
+                        $( if matches!($c::ROLE, Role::Required) {
+                            m &= word_of(&columns.$i.index(), w);
+                        } )+
+                        m.count_ones() as usize
+                    })
+                    .sum()
             }
 
             /// The item of the entity at row `i` of every column (aligned plan).

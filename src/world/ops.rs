@@ -12,6 +12,7 @@ use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
 use super::access::{GroupQuery, PoolQuery};
+use super::commands::BundleLayout;
 use super::group::{groups_valid, Consistent, Repack};
 use super::roster::{
     ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, RefList, Roster, Stores,
@@ -86,6 +87,76 @@ fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
         pack_groups_of::<W, T>(&mut world.parts().1, entity);
     }
     Ok(previous)
+}
+
+/// Appends `value` as `entity`'s `T` without a slot lookup, checking the change.
+///
+/// # Safety
+/// `entity` was created in `world`'s registry after its last release, every pool of `world`
+/// is bound to that registry (then no pool holds the slot: provenance and release invariants
+/// of `ComponentPool`), and nothing inserted a `T` for it since.
+#[inline(always)]
+pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
+    world: &mut W,
+    entity: EntityId,
+    value: T,
+    layout: &mut BundleLayout,
+) -> Result<(), WorldError> {
+    {
+        let (registry, pool) = member::<W, T>(world)?;
+        registry.check_member_change(entity)?;
+        let class = pool.layout_class();
+        // SAFETY: the slot has no entry in this pool (caller).
+        unsafe { pool.insert_first(entity, value) };
+        registry.advance_revision(1);
+        if !grouped::<W, T>() {
+            layout.after_append(pool, class);
+        }
+    }
+    if grouped::<W, T>() {
+        pack_groups_of::<W, T>(&mut world.parts().1, entity);
+    }
+    Ok(())
+}
+
+/// [`WorldOps::destroy`] for a caller that checked that the world's pools are exactly those
+/// bound to its registry, that its durable part is the registry's, and that `entity` is not
+/// protected (a commit, once per batch); the entity's liveness and budget are still checked.
+///
+/// # Errors
+/// `InvalidPhase`, `Rejected`, `RevisionExhausted`; nothing changes.
+pub(crate) fn destroy_checked_roster<W: Roster>(
+    world: &mut W,
+    entity: EntityId,
+) -> Result<(), WorldError> {
+    let (registry, durable, mut pools) = world.durable_parts();
+    let registry = &mut registry.0;
+    registry.check_entity_change(entity, W::Components::LEN as u64 + 1)?;
+    debug_assert!(all_bound(registry, &mut pools) && durable.owner() == registry.owner());
+    release::<_, W::Groups, _>(registry, &mut durable.0, &mut pools, entity);
+    Ok(())
+}
+
+/// Detaches, removes from every pool and releases `entity` (checked by the caller).
+#[inline(always)]
+fn release<'a, A: Allocator + Clone + 'static, G: GroupList, P: PoolsMutList<'a, A>>(
+    registry: &mut EntityRegistry<A>,
+    durable: &mut super::Durable<A>,
+    pools: &mut P,
+    entity: EntityId,
+) {
+    // Seed 000's destruction order: detach durable bindings, remove components, then
+    // release the slot.
+    durable.detach(registry, entity);
+    if G::LEN > 0 {
+        G::with_all(&mut Repack::<_, A>::unpack(pools, entity));
+    }
+    let mut remove = RemoveAll {
+        key: EntityKey::of(entity),
+        removed: 0,
+    };
+    pools.visit(&mut remove);
+    registry.release_charged(entity, remove.removed);
 }
 
 /// [`WorldOps::remove`] without the compile-time roster bound (commands dispatch by type).
@@ -338,18 +409,7 @@ pub trait WorldOps: Roster {
         if durable.is_protected(entity) {
             return Err(WorldError::Protected);
         }
-        // Seed 000's destruction order: detach durable bindings, remove components, then
-        // release the slot.
-        durable.detach(registry, entity);
-        if Self::Groups::LEN > 0 {
-            Self::Groups::with_all(&mut Repack::<_, Self::Alloc>::unpack(&mut pools, entity));
-        }
-        let mut remove = RemoveAll {
-            key: EntityKey::of(entity),
-            removed: 0,
-        };
-        pools.visit(&mut remove);
-        registry.release_charged(entity, remove.removed);
+        release::<_, Self::Groups, _>(registry, durable, &mut pools, entity);
         Ok(())
     }
 

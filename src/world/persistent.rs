@@ -184,15 +184,15 @@ impl PreparedSpawn {
         let schema = schema::<W>();
         let mut components = Vec::with_capacity(B::LEN);
         let mut unknown = None;
-        bundle.record(
-            &mut |id, bytes| match schema.iter().find(|(_, t, _)| *t == id) {
+        bundle.record(|id: core::any::TypeId, bytes: &[u8]| {
+            match schema.iter().find(|(_, t, _)| *t == id) {
                 Some((name, ..)) => components.push(ComponentValue {
                     component: (*name).to_owned(),
                     bytes: HexBytes(bytes.to_vec()),
                 }),
                 None => unknown = Some(()),
-            },
-        );
+            }
+        });
         if unknown.is_some() {
             return Err(PrepareError::UnknownComponent(
                 "(a type outside the roster)".into(),

@@ -188,6 +188,15 @@ fn main() {
                 ]
             }),
         ),
+        (
+            "tick",
+            Box::new(|| {
+                vec![
+                    boxed::<tick::ludus::Tick>("ludus"),
+                    boxed::<tick::hecs::Tick>("hecs"),
+                ]
+            }),
+        ),
     ];
     println!("| workload | ludus | raw | best peer | ludus ÷ raw | ludus ÷ best peer |");
     println!("| --- | ---: | ---: | --- | ---: | ---: |");
@@ -199,7 +208,7 @@ fn main() {
         let medians = measure(make(), rounds);
         let of = |n: &str| medians.iter().find(|(c, _)| *c == n).map(|&(_, t)| t);
         let ours = of("ludus").expect("ludus");
-        let raw = of("raw").expect("raw");
+        let raw = of("raw").unwrap_or(f64::NAN);
         let (best, best_t) = medians
             .iter()
             .filter(|(c, _)| !c.starts_with("ludus") && *c != "raw")

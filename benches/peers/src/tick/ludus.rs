@@ -1,0 +1,135 @@
+//! ludus: no group: every particle is spawned with one bundle holding position, velocity and
+//! lifetime, so those three pools share a layout stamp and `movement` is an aligned join (a
+//! zip of the dense slices, kept through destroys); a bits-plan join for `swirl`, the lifetime pool's values with their owners for `age`, a `CommandBuffer` for
+//! expiry and replacement (one `spawn` command per bundle, the commit reusing the slots its
+//! destroys free), `pool.get` for the tracked handles.
+
+#![allow(missing_docs)] // the `world!` expansion
+
+use ::ludus::world::{join, CommandBuffer, Provisional, WorldOps};
+use ::ludus::EntityId;
+
+use super::*;
+use crate::{Digest, Workload};
+
+::ludus::world! {
+    pub struct TickWorld {
+        pub position: Position,
+        pub velocity: Velocity,
+        pub life: Data,
+        pub rotation: Rotation,
+    }
+}
+
+/// The tick on a ludus world.
+pub struct Tick {
+    world: TickWorld,
+    cmd: CommandBuffer,
+    expired: Vec<(EntityId, usize)>,
+    spawned: Vec<(u32, Provisional)>,
+    tracked: Vec<EntityId>,
+    /// Per slot: the replacement of the entity there that expired last.
+    replaced: Vec<EntityId>,
+    /// The trackers' sum over the last tick.
+    pub sum: u64,
+}
+
+fn record(cmd: &mut CommandBuffer, w: &TickWorld, i: usize) -> Provisional {
+    match particle(i) {
+        (p, v, d, None) => cmd.spawn(&w.registry, (p, v, d)),
+        (p, v, d, Some(r)) => cmd.spawn(&w.registry, (p, v, d, r)),
+    }
+    .unwrap()
+}
+
+impl Tick {
+    /// `movement`.
+    pub fn movement(&mut self) {
+        let w = &mut self.world;
+        join((&mut w.position, &w.velocity)).for_each(|(_, (p, v))| movement(p, v));
+    }
+    /// `swirl`.
+    pub fn swirl(&mut self) {
+        let w = &mut self.world;
+        join((&mut w.position, &w.velocity, &mut w.rotation))
+            .for_each(|(_, (p, v, r))| swirl(p, v, r));
+    }
+    /// `age`, with the deferred despawns and replacements.
+    pub fn age(&mut self) {
+        let w = &mut self.world;
+        let expired = &mut self.expired;
+        expired.clear();
+        let (owners, lives) = w.life.split_mut();
+        for (e, d) in owners.iter().zip(lives.iter_mut()) {
+            if age(d) {
+                expired.push((e, 0));
+            }
+        }
+        for (e, i) in expired.iter_mut() {
+            *i = replacement(w.position.get(*e).expect("alive"));
+        }
+        self.spawned.clear();
+        for &(e, i) in expired.iter() {
+            self.cmd.destroy(&w.registry, e).unwrap();
+            self.spawned.push((e.slot(), record(&mut self.cmd, w, i)));
+        }
+        w.begin_structural();
+        w.commit(&mut self.cmd).unwrap();
+        w.end_structural();
+        for &(slot, p) in &self.spawned {
+            self.replaced[slot as usize] = self.cmd.resolve(p).unwrap();
+        }
+    }
+    /// `track`.
+    pub fn track(&mut self) {
+        let mut sum = 0u64;
+        let positions = &self.world.position;
+        for t in &mut self.tracked {
+            match positions.get(*t) {
+                Some(p) => sum = sum.wrapping_add(track_term(p)),
+                None => *t = self.replaced[t.slot() as usize],
+            }
+        }
+        self.sum = sum;
+    }
+}
+
+impl Workload for Tick {
+    fn setup() -> Self {
+        let mut world = TickWorld::try_new(PARTICLES).unwrap();
+        let mut all = vec![EntityId::NULL; PARTICLES];
+        for (i, slot) in all.iter_mut().enumerate() {
+            *slot = match particle(i) {
+                (p, v, d, None) => world.spawn((p, v, d)),
+                (p, v, d, Some(r)) => world.spawn((p, v, d, r)),
+            }
+            .unwrap();
+        }
+        world.end_structural();
+        let tracked = all.iter().step_by(PARTICLES / TRACKED).copied().collect();
+        Tick {
+            world,
+            cmd: CommandBuffer::try_with_capacity(PARTICLES, PARTICLES * 64).unwrap(),
+            expired: Vec::new(),
+            spawned: Vec::new(),
+            tracked,
+            replaced: vec![EntityId::NULL; PARTICLES],
+            sum: 0,
+        }
+    }
+    fn run(&mut self) {
+        self.movement();
+        self.swirl();
+        self.age();
+        self.track();
+    }
+    fn checksum(&self) -> u64 {
+        let w = &self.world;
+        let mut d = Digest::default();
+        w.position.values().iter().for_each(|x| d.add_pod(x));
+        w.velocity.values().iter().for_each(|x| d.add_pod(x));
+        w.rotation.values().iter().for_each(|x| d.add_pod(x));
+        w.life.values().iter().for_each(|x| d.add_pod(x));
+        tick_checksum(w.registry.len(), self.sum, d)
+    }
+}
