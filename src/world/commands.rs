@@ -262,6 +262,25 @@ pub(crate) fn remove_type<W: Roster>(
     remove.result
 }
 
+/// Appends `bytes` to `store` within its reserved capacity (the callers checked the room; a
+/// short one panics, writing nothing). One copy: `allocator_api2`'s `extend_from_slice` clones
+/// byte by byte.
+#[inline(always)]
+fn push_bytes<A: Allocator>(store: &mut Vec<u8, A>, bytes: &[u8]) {
+    let len = store.len();
+    assert!(
+        store.capacity() - len >= bytes.len(),
+        "command byte store overflow"
+    );
+    // SAFETY: `len + bytes.len() <= capacity` (checked above), so the destination is within the
+    // allocation and past the initialized prefix (no overlap with `bytes`, a distinct borrow);
+    // the new length covers exactly the bytes written.
+    unsafe {
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), store.as_mut_ptr().add(len), bytes.len());
+        store.set_len(len + bytes.len());
+    }
+}
+
 /// A bounded list of structural commands with a bounded byte store for inserted values.
 /// All memory is allocated at init.
 ///
@@ -480,7 +499,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let (commands, store) = (&mut self.commands, &mut self.bytes);
         bundle.record(|component, bytes| {
             let offset = store.len() as u32;
-            store.extend_from_slice(bytes);
+            push_bytes(store, bytes);
             commands.push(Command::Insert {
                 subject: Subject::Created(p.index),
                 component,
@@ -535,7 +554,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let bytes = bytemuck::bytes_of(&value);
         self.room(bytes.len())?;
         let offset = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(bytes);
+        push_bytes(&mut self.bytes, bytes);
         self.commands.push(Command::Insert {
             subject,
             component: TypeId::of::<T>(),

@@ -1,0 +1,118 @@
+//! iai-callgrind instruction counts of `CommandBuffer` recording and commit: 1 000 destroys,
+//! and 1 000 spawns of a two-component bundle (3 000 commands), on a world of 10 000 entities
+//! with five pools and one owned group (as `benches/commands.rs`).
+#![allow(missing_docs)] // iai-callgrind generates undocumented modules
+
+use std::hint::black_box;
+
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use ludus::world::{CommandBuffer, WorldOps};
+use ludus::EntityId;
+
+/// Position.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Position([f32; 3]);
+/// Velocity.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Velocity([f32; 3]);
+/// Health.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Health(f32);
+/// Rotation.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Rotation([f32; 3]);
+/// Tag.
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Tag(u32);
+
+ludus::world! {
+    pub struct Game { position: Position, velocity: Velocity, health: Health, rotation: Rotation, tag: Tag }
+    groups { moving(position: Position, velocity: Velocity) }
+}
+
+const N: usize = 10_000;
+const K: usize = 1_000;
+
+type State = (Game, Vec<EntityId>, CommandBuffer);
+
+fn world() -> State {
+    let mut g = Game::try_new(N + K).unwrap();
+    let ids = (0..N)
+        .map(|i| {
+            if i % 2 == 0 {
+                g.spawn((Position([i as f32; 3]), Health(1.0), Velocity([1.0; 3]), Rotation([0.0; 3])))
+            } else {
+                g.spawn((Position([i as f32; 3]), Health(1.0)))
+            }
+            .unwrap()
+        })
+        .collect();
+    g.end_structural();
+    (g, ids, CommandBuffer::try_with_capacity(4 * K, 64 * K).unwrap())
+}
+
+fn record_destroys((g, ids, cmd): &mut State) {
+    for &e in ids.iter().step_by(N / K).take(K) {
+        cmd.destroy(&g.registry, e).unwrap();
+    }
+}
+
+fn record_spawns((g, _, cmd): &mut State) {
+    for i in 0..K {
+        black_box(cmd.spawn(&g.registry, (Position([i as f32; 3]), Velocity([1.0; 3]))).unwrap());
+    }
+}
+
+fn destroys_recorded() -> State {
+    let mut s = world();
+    record_destroys(&mut s);
+    s
+}
+
+fn spawns_recorded() -> State {
+    let mut s = world();
+    record_spawns(&mut s);
+    s
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = world)]
+fn record_destroy(mut s: State) -> usize {
+    record_destroys(&mut s);
+    s.2.len()
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = destroys_recorded)]
+fn commit_destroy((mut g, _, mut cmd): State) -> usize {
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    g.registry.len()
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = world)]
+fn record_spawn2(mut s: State) -> usize {
+    record_spawns(&mut s);
+    s.2.len()
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = spawns_recorded)]
+fn commit_spawn2((mut g, _, mut cmd): State) -> usize {
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    g.registry.len()
+}
+
+library_benchmark_group!(
+    name = commands;
+    benchmarks = record_destroy, commit_destroy, record_spawn2, commit_spawn2
+);
+
+main!(library_benchmark_groups = commands);
