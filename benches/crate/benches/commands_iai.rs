@@ -45,7 +45,12 @@ fn world() -> State {
     let ids = (0..N)
         .map(|i| {
             if i % 2 == 0 {
-                g.spawn((Position([i as f32; 3]), Health(1.0), Velocity([1.0; 3]), Rotation([0.0; 3])))
+                g.spawn((
+                    Position([i as f32; 3]),
+                    Health(1.0),
+                    Velocity([1.0; 3]),
+                    Rotation([0.0; 3]),
+                ))
             } else {
                 g.spawn((Position([i as f32; 3]), Health(1.0)))
             }
@@ -53,7 +58,11 @@ fn world() -> State {
         })
         .collect();
     g.end_structural();
-    (g, ids, CommandBuffer::try_with_capacity(4 * K, 64 * K).unwrap())
+    (
+        g,
+        ids,
+        CommandBuffer::try_with_capacity(4 * K, 64 * K).unwrap(),
+    )
 }
 
 fn record_destroys((g, ids, cmd): &mut State) {
@@ -64,7 +73,10 @@ fn record_destroys((g, ids, cmd): &mut State) {
 
 fn record_spawns((g, _, cmd): &mut State) {
     for i in 0..K {
-        black_box(cmd.spawn(&g.registry, (Position([i as f32; 3]), Velocity([1.0; 3]))).unwrap());
+        black_box(
+            cmd.spawn(&g.registry, (Position([i as f32; 3]), Velocity([1.0; 3])))
+                .unwrap(),
+        );
     }
 }
 

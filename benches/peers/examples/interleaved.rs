@@ -200,6 +200,7 @@ fn main() {
     ];
     println!("| workload | ludus | raw | best peer | ludus ÷ raw | ludus ÷ best peer |");
     println!("| --- | ---: | ---: | --- | ---: | ---: |");
+    let mut every = Vec::new();
     let only = std::env::args().nth(2).unwrap_or_default();
     for (name, make) in workloads {
         if !name.contains(only.as_str()) {
@@ -223,6 +224,7 @@ fn main() {
             ours / raw,
             ours / best_t
         );
+        every.push((name, medians.clone()));
         if let Some(single) = of("ludus_single") {
             println!(
                 "| {name} (ludus_single) | {} | {} | {best} {} | {:.3}× | {:.3}× |",
@@ -233,5 +235,19 @@ fn main() {
                 single / best_t
             );
         }
+    }
+    println!("\nEvery contender (median per run; ludus ÷ it in parentheses):\n");
+    println!("| workload | contenders |");
+    println!("| --- | --- |");
+    for (name, medians) in every {
+        let ours = medians
+            .iter()
+            .find(|(c, _)| *c == "ludus")
+            .map_or(f64::NAN, |m| m.1);
+        let cells: Vec<String> = medians
+            .iter()
+            .map(|(c, t)| format!("{c} {} ({:.2}×)", pretty(*t), ours / t))
+            .collect();
+        println!("| {name} | {} |", cells.join(", "));
     }
 }
