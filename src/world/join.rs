@@ -535,6 +535,9 @@ macro_rules! tuple_join {
             }
 
             /// Never called: every other target ranks natively.
+            ///
+            /// # Safety
+            /// None beyond the x86 variant's (kept `unsafe` for one call site).
             #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
             unsafe fn fold_bits_popcnt<Acc, F>(self, acc: Acc, f: F) -> Acc
             where
