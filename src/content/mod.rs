@@ -21,10 +21,14 @@ pub mod cook;
 mod error;
 mod json;
 mod manifest;
+mod mapping;
 mod migrate;
 mod path;
+mod plan;
 pub mod publish;
 mod record;
+mod restore;
+mod save;
 mod schema;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
@@ -33,11 +37,21 @@ pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
     MANIFEST_VERSION,
 };
+pub use mapping::{bits_uuid, entity_ref, uuid_bits, RecordComponent, RecordList, RecordVisitor};
 pub use migrate::{extend_manifest, generate_manifest, Extension, MigrateError};
 pub use path::{DocPath, PathError, DOC_PATH_MAX};
+#[doc(hidden)]
+pub use plan::FailPoint;
 pub use publish::PublishError;
 pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use restore::restore_world_failing;
+pub use restore::{
+    restore_world, restore_world_from_slice, RestoreError, RestoreErrorKind, Restored,
+};
+pub use save::{save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};
