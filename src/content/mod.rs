@@ -18,6 +18,7 @@
 
 mod apply;
 pub mod cook;
+mod duplicate;
 mod error;
 mod json;
 mod manifest;
@@ -32,6 +33,9 @@ mod save;
 mod schema;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
+pub use duplicate::{
+    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
+};
 pub use error::{Fault, JsonPath, Located, Shape, Step};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,

@@ -141,3 +141,18 @@ pub fn snapshot(w: &Level, counters: bool) -> String {
     }
     out
 }
+
+/// The schema of [`Level`]'s records.
+pub fn schema() -> ludus::content::Schema {
+    let mut components = std::collections::BTreeMap::new();
+    components.insert("pos".to_owned(), Default::default());
+    components.insert("hp".to_owned(), Default::default());
+    components.insert(
+        "enemy".to_owned(),
+        ["target".to_owned()].into_iter().collect(),
+    );
+    ludus::content::Schema {
+        name: "ludus.test.v1".into(),
+        components,
+    }
+}
