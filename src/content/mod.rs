@@ -21,6 +21,7 @@ pub mod cook;
 mod duplicate;
 mod error;
 mod json;
+mod level;
 mod manifest;
 mod mapping;
 mod migrate;
@@ -37,6 +38,10 @@ pub use duplicate::{
     duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
 };
 pub use error::{Fault, JsonPath, Located, Shape, Step};
+pub use level::{
+    restore_level, restore_level_from_slice, LevelEntity, LevelError, LevelErrorKind, LevelFile,
+    LEVEL_FORMAT, LEVEL_VERSION,
+};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
     MANIFEST_VERSION,

@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use super::error::{index, key, Fault, Located, Step};
+use super::level::LevelErrorKind;
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
 use super::record::{RecordErrorKind, WorldV2};
@@ -45,15 +46,10 @@ pub enum RestoreErrorKind {
         /// The target.
         uuid: String,
     },
-    /// A parent UUID is not one of the document's entities.
-    #[error("unresolved parent {uuid}")]
-    UnresolvedParent {
-        /// The parent named.
-        uuid: String,
-    },
-    /// Parent links form a cycle through this entity.
-    #[error("parent links form a cycle")]
-    ParentCycle,
+    /// The level file breaks a level-file rule (a parent not in the file, a cycle, a UUID
+    /// outside the policy or inserted twice, ...).
+    #[error(transparent)]
+    Level(#[from] LevelErrorKind),
     /// The key is already bound in the world (another restore of the same instance, say).
     #[error("identity {key} is already bound in the world")]
     DuplicateIdentity {
