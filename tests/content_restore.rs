@@ -260,3 +260,27 @@ fn from_slice_locates_every_refusal() {
     )
     .unwrap();
 }
+
+#[test]
+fn the_streaming_reader_takes_any_member_order_and_declines_escaped_labels() {
+    let text = format!(
+        r#"{{"entities": [{{"components": {{"hp": {{"hp": 3}}, "enemy": {{"target": "{t}", "speed": 1}}}},
+            "name": "b", "label": "b", "uuid": "{b}"}},
+            {{"name": "a", "uuid": "{a}", "components": {{}}, "label": "a"}}],
+          "document": "{d}", "schema": "s", "version": 2}}"#,
+        t = uuid_text(0),
+        a = uuid_text(0),
+        b = uuid_text(1),
+        d = document(),
+    );
+    assert!(ludus::content::streams::<Level>(text.as_bytes()));
+    let mut w = level(4);
+    let r = restore_world_from_slice(Path::new("w"), text.as_bytes(), instance(0), &mut w).unwrap();
+    assert_eq!(w.get::<Enemy>(r.entities[0]).unwrap().target, r.entities[1]);
+    // An escaped label is valid: the tree reader takes it.
+    let escaped = text.replace(r#""label": "a""#, r#""label": "\u0061x""#);
+    assert!(!ludus::content::streams::<Level>(escaped.as_bytes()));
+    let mut w = level(4);
+    restore_world_from_slice(Path::new("w"), escaped.as_bytes(), instance(0), &mut w).unwrap();
+    assert_eq!(w.registry.len(), 2);
+}

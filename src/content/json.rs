@@ -45,10 +45,10 @@ fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
-/// A `Value` builder that records the first duplicate member name it meets.
+/// A `Value` builder that records the first duplicate member name it meets (and refuses it).
 #[derive(Clone, Copy)]
-struct StrictValue<'a> {
-    duplicate: &'a RefCell<Option<String>>,
+pub(crate) struct StrictValue<'a> {
+    pub(crate) duplicate: &'a RefCell<Option<String>>,
 }
 
 impl<'de> DeserializeSeed<'de> for StrictValue<'_> {

@@ -361,7 +361,7 @@ where
     level.check().map_err(Fault::convert)?;
     let mut plan = Plan::new::<W>(level.entities.len());
     for e in &level.entities {
-        plan.push_entity(e.uuid, e.name.clone());
+        plan.push_entity(e.uuid, &e.name);
     }
     for (i, e) in level.entities.iter().enumerate() {
         plan.entities[i].parent = e.parent.and_then(|p| plan.index.get(&p).copied());
@@ -373,15 +373,16 @@ where
                     &at,
                 ));
             };
-            plan.decode::<W>(i, k, props).map_err(|message| {
-                Fault::new(
-                    RestoreErrorKind::Component {
-                        component: name.clone(),
-                        message,
-                    },
-                    &at,
-                )
-            })?;
+            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+                .map_err(|message| {
+                    Fault::new(
+                        RestoreErrorKind::Component {
+                            component: name.clone(),
+                            message,
+                        },
+                        &at,
+                    )
+                })?;
         }
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;

@@ -17,6 +17,7 @@
 //! codes: `docs/content.md`.
 
 mod apply;
+mod canonical;
 pub mod cook;
 mod duplicate;
 mod error;
@@ -32,6 +33,7 @@ mod record;
 mod restore;
 mod save;
 mod schema;
+mod stream;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
 pub use duplicate::{
@@ -56,11 +58,11 @@ pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
-#[cfg(feature = "test-hooks")]
-#[doc(hidden)]
-pub use restore::restore_world_failing;
 pub use restore::{
     restore_world, restore_world_from_slice, RestoreError, RestoreErrorKind, Restored,
 };
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use restore::{restore_world_failing, streams};
 pub use save::{save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

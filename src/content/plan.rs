@@ -29,19 +29,20 @@ use serde::de::{self, Deserializer, Visitor};
 use uuid::Uuid;
 
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
-use super::record::Properties;
 use super::restore::RestoreErrorKind;
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::{
     insert_value, Activation, BindingKind, DurableError, DurableOps, EntityId, HierarchyError,
     Roster, WorldError,
 };
+use serde_json::Value;
 
 /// One entity of a plan.
 #[derive(Debug)]
 pub(crate) struct PlanEntity {
     pub(crate) uuid: Uuid,
-    pub(crate) name: String,
+    /// Its name: `names[name.0 .. name.0 + name.1]` of the plan.
+    name: (usize, usize),
     pub(crate) parent: Option<u32>,
 }
 
@@ -57,6 +58,8 @@ struct Column {
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub(crate) entities: Vec<PlanEntity>,
+    /// Every entity's name, one after the other.
+    names: String,
     /// UUID → plan index.
     pub(crate) index: HashMap<Uuid, u32>,
     columns: Vec<Column>,
@@ -91,23 +94,37 @@ impl Plan {
     pub(crate) fn new<W: Roster>(entities: usize) -> Self {
         Self {
             entities: Vec::with_capacity(entities),
+            names: String::new(),
             index: HashMap::with_capacity(entities),
             columns: (0..W::NAMES.len()).map(|_| Column::default()).collect(),
         }
     }
 
     /// Adds an entity; false when its UUID is already in the plan.
-    pub(crate) fn push_entity(&mut self, uuid: Uuid, name: String) -> bool {
+    pub(crate) fn push_entity(&mut self, uuid: Uuid, name: &str) -> bool {
         let i = self.entities.len() as u32;
         if self.index.insert(uuid, i).is_some() {
             return false;
         }
+        let start = self.names.len();
+        self.names.push_str(name);
         self.entities.push(PlanEntity {
             uuid,
-            name,
+            name: (start, name.len()),
             parent: None,
         });
         true
+    }
+
+    /// The name of plan entity `i`.
+    pub(crate) fn name(&self, i: usize) -> &str {
+        let (start, len) = self.entities[i].name;
+        &self.names[start..start + len]
+    }
+
+    /// The plan index the next [`push_entity`](Self::push_entity) gets.
+    pub(crate) fn next_index(&self) -> usize {
+        self.entities.len()
     }
 
     /// Decodes `props` as the value of roster component `component` of plan entity `entity`.
@@ -115,23 +132,27 @@ impl Plan {
     /// # Errors
     /// serde's message: a property the type does not have, a missing or mistyped one, an
     /// invalid entity reference.
-    pub(crate) fn decode<W: Roster>(
+    pub(crate) fn decode<'a, W: Roster, I>(
         &mut self,
         entity: usize,
         component: usize,
-        props: &Properties,
+        props: I,
     ) -> Result<(), String>
     where
         W::Components: RecordList,
+        I: Iterator<Item = (&'a str, &'a Value)> + Clone,
     {
-        struct Decode<'a> {
-            props: &'a Properties,
-            column: &'a mut Column,
+        struct Decode<'c, I> {
+            props: Option<I>,
+            column: &'c mut Column,
             result: Result<(), String>,
         }
-        impl RecordVisitor for Decode<'_> {
+        impl<'a, I: Iterator<Item = (&'a str, &'a Value)> + Clone> RecordVisitor for Decode<'_, I> {
             fn visit<T: RecordComponent>(&mut self, _: usize) {
-                self.result = match T::deserialize(Props(self.props)) {
+                let Some(props) = self.props.take() else {
+                    return;
+                };
+                self.result = match T::deserialize(Props(props)) {
                     Ok(v) => {
                         self.column.bytes.extend_from_slice(bytemuck::bytes_of(&v));
                         Ok(())
@@ -143,7 +164,7 @@ impl Plan {
         let column = &mut self.columns[component];
         let before = column.bytes.len();
         let mut d = Decode {
-            props,
+            props: Some(props),
             column,
             result: Err("unknown component".into()),
         };
@@ -230,15 +251,10 @@ impl Plan {
         let names: usize = self
             .entities
             .iter()
-            .map(|e| crate::world::Hierarchy::<W::Alloc>::name_cost(e.name.len()))
+            .map(|e| crate::world::Hierarchy::<W::Alloc>::name_cost(e.name.1))
             .sum();
         let h = durable.hierarchy();
-        let longest = self
-            .entities
-            .iter()
-            .map(|e| e.name.len())
-            .max()
-            .unwrap_or(0);
+        let longest = self.entities.iter().map(|e| e.name.1).max().unwrap_or(0);
         if names > h.name_free() || longest > 0xffff {
             return Err(world_err(
                 HierarchyError::NameBudget {
@@ -358,10 +374,11 @@ impl Plan {
             W::Components::visit_at(0, k, &mut ins);
             ins.result.map_err(|e| world_err(e.into()))?;
         }
-        for (i, e) in self.entities.iter().enumerate() {
-            if !e.name.is_empty() {
+        for (i, &entity) in created.iter().enumerate() {
+            let name = self.name(i);
+            if !name.is_empty() {
                 world
-                    .set_name(created[i], &e.name)
+                    .set_name(entity, name)
                     .map_err(|err| (Some(i), RestoreErrorKind::World(err)))?;
             }
         }
@@ -421,13 +438,13 @@ where
 
 /// A component's properties as a serde deserializer: a map, whose struct form refuses any
 /// property the type does not declare (whatever the type's own serde attributes say).
-struct Props<'a>(&'a Properties);
+struct Props<I>(I);
 
-impl<'de> Deserializer<'de> for Props<'de> {
+impl<'de, I: Iterator<Item = (&'de str, &'de Value)> + Clone> Deserializer<'de> for Props<I> {
     type Error = serde_json::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        let mut map = MapDeserializer::new(self.0.iter().map(|(k, v)| (k.as_str(), v)));
+        let mut map = MapDeserializer::new(self.0);
         let value = visitor.visit_map(&mut map)?;
         map.end()?;
         Ok(value)
@@ -439,7 +456,7 @@ impl<'de> Deserializer<'de> for Props<'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Self::Error> {
-        if let Some(k) = self.0.keys().find(|k| !fields.contains(&k.as_str())) {
+        if let Some((k, _)) = self.0.clone().find(|(k, _)| !fields.contains(k)) {
             return Err(de::Error::custom(format_args!("unknown property `{k}`")));
         }
         self.deserialize_any(visitor)

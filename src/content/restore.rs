@@ -92,7 +92,7 @@ where
     let mut plan = Plan::new::<W>(record.entities.len());
     for e in &record.entities {
         // Unique by `check`.
-        plan.push_entity(e.uuid.as_uuid(), e.name.clone());
+        plan.push_entity(e.uuid.as_uuid(), &e.name);
     }
     for (i, e) in record.entities.iter().enumerate() {
         for (name, props) in &e.components {
@@ -103,15 +103,16 @@ where
                     &at,
                 ));
             };
-            plan.decode::<W>(i, k, props).map_err(|message| {
-                Fault::new(
-                    RestoreErrorKind::Component {
-                        component: name.clone(),
-                        message,
-                    },
-                    &at,
-                )
-            })?;
+            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+                .map_err(|message| {
+                    Fault::new(
+                        RestoreErrorKind::Component {
+                            component: name.clone(),
+                            message,
+                        },
+                        &at,
+                    )
+                })?;
         }
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
@@ -172,6 +173,11 @@ where
 /// [`restore_world`] from the bytes of a record, every rejection located in them (file, line,
 /// column).
 ///
+/// The bytes are read in one streaming pass straight into the restore's staging (no
+/// `serde_json::Value` tree of the whole record); only a refused record is read a second time,
+/// by the tree reader, to name the first broken rule and its position. Both readers accept
+/// the same records and stage the same values.
+///
 /// # Errors
 /// [`Located`] [`RestoreErrorKind`]; the world is unchanged.
 pub fn restore_world_from_slice<W: DurableOps>(
@@ -183,6 +189,13 @@ pub fn restore_world_from_slice<W: DurableOps>(
 where
     W::Components: RecordList,
 {
+    if let Some(mut plan) = super::stream::plan_bytes::<W>(bytes) {
+        if plan.resolve::<W>().is_ok() {
+            return apply_plan(&plan, world, Some(instance), None)
+                .map_err(|f| f.locate(file, bytes));
+        }
+    }
+    // Refused (or declined): the tree reader names the first broken rule and its position.
     let record = WorldV2::from_slice(file, bytes).map_err(|e| Located {
         file: e.file,
         line: e.line,
@@ -207,4 +220,15 @@ where
 {
     let plan = plan_record::<W>(record)?;
     apply_plan(&plan, world, Some(instance), Some(fail))
+}
+
+/// Whether the streaming reader (not the tree reader) stages `bytes` for `W`. Test seam
+/// (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn streams<W: DurableOps>(bytes: &[u8]) -> bool
+where
+    W::Components: RecordList,
+{
+    super::stream::plan_bytes::<W>(bytes).is_some()
 }

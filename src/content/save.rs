@@ -15,12 +15,14 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
 use uuid::Uuid;
 
+use super::canonical::{self, Ctx};
 use super::mapping::{rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor};
-use super::record::{is_schema_name, Components, EntityV2, WorldV2};
-use crate::identity::{is_legacy_id, AssetId, InstanceId, SourceObjectId};
+use super::record::{is_schema_name, WorldV2};
+use crate::identity::{
+    format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
+};
 use crate::world::{DurableError, DurableOps, EntityId, PoolsRefList, Roster, WorldError};
 
 /// Why a world was not saved.
@@ -44,7 +46,12 @@ pub enum SaveError {
         /// The component holding the link.
         component: String,
     },
-    /// A component's serde form is not an object of properties, or failed to serialise.
+    /// The saved bytes did not read back as a record (a bug: the writer and the reader
+    /// disagree).
+    #[error("the saved record does not read back: {0}")]
+    Reread(String),
+    /// A component's serde form is not an object of properties, or has no JSON form (a
+    /// non-finite float, an enum variant with data).
     #[error("entity {entity}, component {component:?}: {message}")]
     Component {
         /// The entity.
@@ -56,7 +63,8 @@ pub enum SaveError {
     },
 }
 
-/// Saves every entity bound under `instance` as a version-2 record (module docs).
+/// Saves every entity bound under `instance` as a version-2 record (module docs): the record
+/// that [`save_world_bytes`] writes.
 ///
 /// # Errors
 /// [`SaveError`]; nothing is written anywhere.
@@ -66,6 +74,25 @@ pub fn save_world<W: DurableOps>(
     schema: &str,
     document: AssetId,
 ) -> Result<WorldV2, SaveError>
+where
+    W::Components: RecordList,
+{
+    let bytes = save_world_bytes(world, instance, schema, document)?;
+    WorldV2::from_slice(std::path::Path::new("saved"), &bytes)
+        .map_err(|e| SaveError::Reread(e.to_string()))
+}
+
+/// Saves every entity bound under `instance` and returns the record's canonical bytes
+/// (exactly `WorldV2::to_bytes` of the record), written straight from the pools.
+///
+/// # Errors
+/// [`SaveError`]; nothing is written anywhere.
+pub fn save_world_bytes<W: DurableOps>(
+    world: &W,
+    instance: InstanceId,
+    schema: &str,
+    document: AssetId,
+) -> Result<Vec<u8>, SaveError>
 where
     W::Components: RecordList,
 {
@@ -88,55 +115,75 @@ where
         .map(|(k, e, _)| (k.object, e))
         .collect();
     saved.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    let texts: HashSet<String> = saved.iter().map(|(o, _)| o.to_string()).collect();
-    let mut labels: HashSet<String> = HashSet::with_capacity(saved.len());
-    let mut entities = Vec::with_capacity(saved.len());
-    for &(uuid, e) in &saved {
-        let name = world.name(e).map_err(SaveError::World)?.to_owned();
-        let label = if is_legacy_id(&name) && !texts.contains(&name) && !labels.contains(&name) {
-            name.clone()
+    // A name is the label unless an earlier entity took it or it spells a saved UUID.
+    let is_saved_uuid = |name: &str| {
+        name.len() == UUID_TEXT_LEN
+            && name.parse::<Uuid>().is_ok_and(|u| {
+                saved
+                    .binary_search_by(|(o, _)| o.as_bytes().cmp(u.as_bytes()))
+                    .is_ok()
+            })
+    };
+    let mut labels: HashSet<&str> = HashSet::with_capacity(saved.len());
+    let mut order: Vec<usize> = (0..W::NAMES.len()).collect();
+    order.sort_by_key(|&k| W::NAMES[k]);
+    let mut out = Vec::with_capacity(128 + saved.len() * 256);
+    out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
+    canonical::string(&mut out, schema);
+    out.extend_from_slice(b",\n  \"document\": \"");
+    push_uuid(&mut out, &document.as_uuid());
+    out.extend_from_slice(b"\",\n  \"entities\": [");
+    let mut ctx = Ctx::default();
+    for (i, &(uuid, e)) in saved.iter().enumerate() {
+        let name = world.name(e).map_err(SaveError::World)?;
+        out.extend_from_slice(if i == 0 {
+            b"\n    {\n      \"uuid\": \""
         } else {
-            uuid.to_string()
-        };
-        labels.insert(label.clone());
+            b",\n    {\n      \"uuid\": \""
+        });
+        push_uuid(&mut out, &uuid.as_uuid());
+        out.extend_from_slice(b"\",\n      \"label\": ");
+        if is_legacy_id(name) && !is_saved_uuid(name) && labels.insert(name) {
+            canonical::string(&mut out, name);
+        } else {
+            out.push(b'"');
+            push_uuid(&mut out, &uuid.as_uuid());
+            out.push(b'"');
+        }
+        out.extend_from_slice(b",\n      \"name\": ");
+        canonical::string(&mut out, name);
+        out.extend_from_slice(b",\n      \"components\": {");
         let mut save = SaveComponents {
             world,
             instance,
             entity: e,
             uuid,
-            components: Components::new(),
+            out: &mut out,
+            ctx: &mut ctx,
+            any: false,
             result: Ok(()),
         };
-        W::Components::each_record(0, &mut save);
+        for &k in &order {
+            W::Components::visit_at(0, k, &mut save);
+        }
         save.result?;
-        entities.push(EntityV2 {
-            uuid,
-            label,
-            name,
-            components: save.components,
-        });
+        if save.any {
+            out.extend_from_slice(b"\n      }\n    }");
+        } else {
+            out.extend_from_slice(b"}\n    }");
+        }
     }
-    Ok(WorldV2 {
-        schema: schema.to_owned(),
-        document,
-        entities,
-    })
+    out.extend_from_slice(if saved.is_empty() {
+        b"]\n}\n"
+    } else {
+        b"\n  ]\n}\n"
+    });
+    Ok(out)
 }
 
-/// Saves as [`save_world`] and returns the record's canonical bytes.
-///
-/// # Errors
-/// As [`save_world`].
-pub fn save_world_bytes<W: DurableOps>(
-    world: &W,
-    instance: InstanceId,
-    schema: &str,
-    document: AssetId,
-) -> Result<Vec<u8>, SaveError>
-where
-    W::Components: RecordList,
-{
-    save_world(world, instance, schema, document).map(|r| r.to_bytes())
+fn push_uuid(out: &mut Vec<u8>, uuid: &Uuid) {
+    let mut buf = [0u8; UUID_TEXT_LEN];
+    out.extend_from_slice(format_uuid(uuid, &mut buf).as_bytes());
 }
 
 struct SaveComponents<'w, W: Roster> {
@@ -144,7 +191,9 @@ struct SaveComponents<'w, W: Roster> {
     instance: InstanceId,
     entity: EntityId,
     uuid: SourceObjectId,
-    components: Components,
+    out: &'w mut Vec<u8>,
+    ctx: &'w mut Ctx,
+    any: bool,
     result: Result<(), SaveError>,
 }
 
@@ -189,18 +238,33 @@ impl<W: DurableOps> RecordVisitor for SaveComponents<'_, W> {
             });
             return;
         }
-        let fail = |message: String| SaveError::Component {
-            entity: self.uuid,
-            component: component.to_owned(),
-            message,
-        };
-        match serde_json::to_value(copy) {
-            Ok(Value::Object(props)) => {
-                self.components
-                    .insert(component.to_owned(), props.into_iter().collect());
-            }
-            Ok(_) => self.result = Err(fail("its serde form is not an object".into())),
-            Err(e) => self.result = Err(fail(e.to_string())),
+        let mark = self.out.len();
+        self.out.extend_from_slice(if self.any {
+            b",\n        "
+        } else {
+            b"\n        "
+        });
+        canonical::string(self.out, component);
+        self.out.extend_from_slice(b": ");
+        let at = self.out.len();
+        if let Err(e) = canonical::write(self.out, 4, self.ctx, &copy) {
+            self.out.truncate(mark);
+            self.result = Err(SaveError::Component {
+                entity: self.uuid,
+                component: component.to_owned(),
+                message: e.0,
+            });
+            return;
         }
+        if self.out.get(at) != Some(&b'{') {
+            self.out.truncate(mark);
+            self.result = Err(SaveError::Component {
+                entity: self.uuid,
+                component: component.to_owned(),
+                message: "its serde form is not an object".into(),
+            });
+            return;
+        }
+        self.any = true;
     }
 }

@@ -156,3 +156,15 @@ pub fn schema() -> ludus::content::Schema {
         components,
     }
 }
+
+/// `snapshot` with owner tokens blanked, to compare two worlds.
+pub fn normalized(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("World=") {
+        out.push_str(&rest[..i + 6]);
+        rest = rest[i + 6..].trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
