@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::identity::{EntropyError, EntropySource};
 
-use super::apply::{apply as apply_record, ApplyClass, ApplyErrorKind, Origin};
+use super::apply::{apply_owned as apply_record, ApplyClass, ApplyErrorKind, Origin};
 use super::error::Located;
 use super::manifest::{Manifest, ManifestError};
 use super::migrate::{extend_manifest, MigrateError};
@@ -333,7 +333,7 @@ pub fn apply(
     hooks.progress.end();
     let world_bytes = world_bytes?;
     let w = WorldV1::from_slice(&world_file, &world_bytes)?;
-    let v2 = apply_record(&w, &path, &m, &s).map_err(|f| {
+    let v2 = apply_record(w, &path, &m, &s).map_err(|f| {
         let (file, bytes) = match f.origin {
             Origin::World => (world_file.as_path(), world_bytes.as_slice()),
             Origin::Manifest => (manifest, manifest_bytes.as_slice()),

@@ -22,7 +22,11 @@
 //! registry's monotone counters and the released slots' generations have advanced).
 
 use core::mem::size_of;
-use std::collections::HashMap;
+
+use bytemuck::Pod;
+// hashbrown's default hasher (foldhash, randomly seeded per process): the UUIDs come from
+// untrusted input, and SipHash costs a tenth of the whole restore here.
+use hashbrown::HashMap;
 
 use serde::de::value::MapDeserializer;
 use serde::de::{self, Deserializer, Visitor};
@@ -63,6 +67,8 @@ pub(crate) struct Plan {
     /// UUID → plan index.
     pub(crate) index: HashMap<Uuid, u32>,
     columns: Vec<Column>,
+    /// Entities expected (sizes a column on its first value).
+    expected: usize,
 }
 
 /// Where a link failed to resolve: the entity, the roster component, the UUID.
@@ -94,9 +100,10 @@ impl Plan {
     pub(crate) fn new<W: Roster>(entities: usize) -> Self {
         Self {
             entities: Vec::with_capacity(entities),
-            names: String::new(),
+            names: String::with_capacity(entities * 8),
             index: HashMap::with_capacity(entities),
             columns: (0..W::NAMES.len()).map(|_| Column::default()).collect(),
+            expected: entities,
         }
     }
 
@@ -166,16 +173,31 @@ impl Plan {
         let mut d = Decode {
             props: Some(props),
             column,
-            result: Err("unknown component".into()),
+            result: Ok(()),
         };
-        W::Components::visit_at(0, component, &mut d);
-        let result = d.result;
+        let result = if W::Components::visit_at(0, component, &mut d) {
+            d.result
+        } else {
+            Err("unknown component".into())
+        };
         if result.is_ok() {
             column.owners.push(entity as u32);
         } else {
             column.bytes.truncate(before);
         }
         result
+    }
+
+    /// Stages `value` as roster component `component` of plan entity `entity` (the caller
+    /// decoded it as that component's type).
+    pub(crate) fn push_value<T: Pod>(&mut self, entity: usize, component: usize, value: &T) {
+        let column = &mut self.columns[component];
+        if column.owners.capacity() == 0 {
+            column.owners.reserve(self.expected);
+            column.bytes.reserve(self.expected * size_of::<T>());
+        }
+        column.bytes.extend_from_slice(bytemuck::bytes_of(value));
+        column.owners.push(entity as u32);
     }
 
     /// Number of staged values.
@@ -276,10 +298,12 @@ impl Plan {
                     },
                 )));
             }
+            // An empty table binds no key: nothing to look up.
+            let probe = !b.is_empty();
             for (i, e) in self.entities.iter().enumerate() {
                 let key = self.key(instance, i);
                 match key {
-                    Some(key) if !b.contains_key(&key) => {}
+                    Some(key) if !probe || !b.contains_key(&key) => {}
                     Some(key) => {
                         return Err((Some(i), RestoreErrorKind::DuplicateIdentity { key }))
                     }

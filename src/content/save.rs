@@ -13,8 +13,6 @@
 //! the legacy-id rule and no earlier entity (in UUID order) took it, else the UUID's canonical
 //! text. Runtime owner, slot and generation are never written.
 
-use std::collections::HashSet;
-
 use uuid::Uuid;
 
 use super::canonical::{self, Ctx};
@@ -124,7 +122,7 @@ where
                     .is_ok()
             })
     };
-    let mut labels: HashSet<&str> = HashSet::with_capacity(saved.len());
+    let mut labels: hashbrown::HashSet<&str> = hashbrown::HashSet::with_capacity(saved.len());
     let mut order: Vec<usize> = (0..W::NAMES.len()).collect();
     order.sort_by_key(|&k| W::NAMES[k]);
     let mut out = Vec::with_capacity(128 + saved.len() * 256);

@@ -14,16 +14,20 @@
 //! The differential test (`tests/content_fuzz.rs`) checks that both readers restore the same
 //! world from every input the fast one accepts.
 
+use hashbrown::HashSet;
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fmt;
 
+use serde::de::value::{
+    BoolDeserializer, BorrowedStrDeserializer, F64Deserializer, I64Deserializer,
+    StringDeserializer, U64Deserializer, UnitDeserializer,
+};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::json::StrictValue;
-use super::mapping::{component_index, RecordList};
+use super::mapping::{component_index, RecordComponent, RecordList, RecordVisitor};
 use super::plan::Plan;
 use super::record::{is_component_name, is_schema_name};
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId};
@@ -33,8 +37,8 @@ use crate::world::Roster;
 struct Reader<'de> {
     plan: Plan,
     labels: HashSet<&'de str>,
-    /// Scratch: one component's properties.
-    props: Vec<(Cow<'de, str>, Value)>,
+    /// Scratch: the property names of one component.
+    keys: Vec<Cow<'de, str>>,
     /// Scratch: which roster components the current entity has.
     seen: Vec<bool>,
     duplicate: RefCell<Option<String>>,
@@ -48,7 +52,7 @@ where
     let mut reader = Reader {
         plan: Plan::new::<W>(bytes.len() / 256),
         labels: HashSet::with_capacity(bytes.len() / 256),
-        props: Vec::new(),
+        keys: Vec::new(),
         seen: vec![false; W::NAMES.len()],
         duplicate: RefCell::new(None),
     };
@@ -317,49 +321,233 @@ where
             if std::mem::replace(&mut r.seen[k], true) {
                 return Err(fail());
             }
-            r.props.clear();
-            map.next_value_seed(PropsSeed { reader: &mut *r })?;
-            let props = r.props.iter().map(|(k, v)| (&**k, v));
-            // `Props` checks the names; duplicates were refused while reading.
-            if r.plan.decode::<W, _>(self.entity, k, props).is_err() {
-                return Err(fail());
-            }
+            let mut next = NextTyped {
+                map: &mut map,
+                reader: &mut *r,
+                entity: self.entity,
+                result: None,
+            };
+            W::Components::visit_at(0, k, &mut next);
+            next.result.ok_or_else(fail::<A::Error>)??;
         }
         Ok(())
     }
 }
 
-/// One component's properties into the reader's scratch, each value a strict `Value`.
-struct PropsSeed<'r, 'de> {
+/// Reads the next map value as the component type the visitor is called with, and stages it.
+struct NextTyped<'a, 'r, 'de, A: MapAccess<'de>> {
+    map: &'a mut A,
     reader: &'r mut Reader<'de>,
+    entity: usize,
+    /// `None` until the visitor ran.
+    result: Option<Result<(), A::Error>>,
 }
 
-impl<'de> DeserializeSeed<'de> for PropsSeed<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+impl<'de, A: MapAccess<'de>> RecordVisitor for NextTyped<'_, '_, 'de, A> {
+    fn visit<T: RecordComponent>(&mut self, index: usize) {
+        let r = &mut *self.reader;
+        r.keys.clear();
+        let seed = Typed::<T> {
+            keys: &mut r.keys,
+            duplicate: &r.duplicate,
+            _t: core::marker::PhantomData,
+        };
+        self.result = Some(
+            self.map
+                .next_value_seed(seed)
+                .map(|v| r.plan.push_value(self.entity, index, &v)),
+        );
     }
 }
 
-impl<'de> Visitor<'de> for PropsSeed<'_, 'de> {
-    type Value = ();
+/// Decodes one component's properties as `T` straight from the stream, with the tree
+/// reader's rules: `T` must read a struct (else: declined), every property is one of its
+/// fields and appears once, a scalar property goes to its field as is, and a compound one is
+/// first read as a strict `Value` (a member named twice at any depth refused), as the tree
+/// reader holds it.
+struct Typed<'r, 'de, T> {
+    keys: &'r mut Vec<Cow<'de, str>>,
+    duplicate: &'r RefCell<Option<String>>,
+    _t: core::marker::PhantomData<T>,
+}
+
+impl<'de, T: RecordComponent> DeserializeSeed<'de> for Typed<'_, 'de, T> {
+    type Value = T;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        T::deserialize(Direct {
+            de: d,
+            keys: self.keys,
+            duplicate: self.duplicate,
+        })
+    }
+}
+
+struct Direct<'r, 'de, D> {
+    de: D,
+    keys: &'r mut Vec<Cow<'de, str>>,
+    duplicate: &'r RefCell<Option<String>>,
+}
+
+impl<'de, D: de::Deserializer<'de>> de::Deserializer<'de> for Direct<'_, 'de, D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, D::Error> {
+        Err(fail())
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.de.deserialize_map(StructOf {
+            visitor,
+            fields,
+            keys: self.keys,
+            duplicate: self.duplicate,
+        })
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+struct StructOf<'r, 'de, V> {
+    visitor: V,
+    fields: &'static [&'static str],
+    keys: &'r mut Vec<Cow<'de, str>>,
+    duplicate: &'r RefCell<Option<String>>,
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for StructOf<'_, 'de, V> {
+    type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object of properties")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let r = self.reader;
-        while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
-            if r.props.iter().any(|(k, _)| *k == key) {
-                return Err(fail());
-            }
-            let value = map.next_value_seed(StrictValue {
-                duplicate: &r.duplicate,
-            })?;
-            r.props.push((key, value));
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_map(Checked {
+            inner: map,
+            fields: self.fields,
+            keys: self.keys,
+            duplicate: self.duplicate,
+        })
+    }
+}
+
+/// The properties of one component: each key one of the fields, none twice.
+struct Checked<'r, 'de, A> {
+    inner: A,
+    fields: &'static [&'static str],
+    keys: &'r mut Vec<Cow<'de, str>>,
+    duplicate: &'r RefCell<Option<String>>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Checked<'_, 'de, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        let Some(Text(key)) = self.inner.next_key::<Text<'de>>()? else {
+            return Ok(None);
+        };
+        if !self.fields.contains(&&*key) || self.keys.contains(&key) {
+            return Err(fail());
         }
-        Ok(())
+        self.keys.push(key.clone());
+        match key {
+            Cow::Borrowed(k) => seed.deserialize(BorrowedStrDeserializer::new(k)),
+            Cow::Owned(k) => seed.deserialize(StringDeserializer::new(k)),
+        }
+        .map(Some)
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        self.inner.next_value_seed(Switch {
+            seed,
+            duplicate: self.duplicate,
+        })
+    }
+}
+
+/// Hands a scalar to `seed` as it comes, a compound value as a strict `Value`.
+struct Switch<'r, S> {
+    seed: S,
+    duplicate: &'r RefCell<Option<String>>,
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Switch<'_, S> {
+    type Value = S::Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Switch<'_, S> {
+    type Value = S::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a property value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<S::Value, E> {
+        self.seed.deserialize(BoolDeserializer::new(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<S::Value, E> {
+        self.seed.deserialize(I64Deserializer::new(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<S::Value, E> {
+        self.seed.deserialize(U64Deserializer::new(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<S::Value, E> {
+        // As the tree reader: a number it cannot hold is refused.
+        if serde_json::Number::from_f64(v).is_none() {
+            return Err(fail());
+        }
+        self.seed.deserialize(F64Deserializer::new(v))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<S::Value, E> {
+        self.seed.deserialize(BorrowedStrDeserializer::new(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<S::Value, E> {
+        self.seed.deserialize(StringDeserializer::new(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<S::Value, E> {
+        self.seed.deserialize(StringDeserializer::new(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<S::Value, E> {
+        self.seed.deserialize(UnitDeserializer::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<S::Value, A::Error> {
+        let value = StrictValue {
+            duplicate: self.duplicate,
+        }
+        .visit_map(map)?;
+        self.seed.deserialize(value).map_err(de::Error::custom)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<S::Value, A::Error> {
+        let value = StrictValue {
+            duplicate: self.duplicate,
+        }
+        .visit_seq(seq)?;
+        self.seed.deserialize(value).map_err(de::Error::custom)
     }
 }

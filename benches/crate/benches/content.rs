@@ -272,7 +272,7 @@ struct ApplyRoot {
 fn apply_root() -> &'static ApplyRoot {
     static R: OnceLock<ApplyRoot> = OnceLock::new();
     R.get_or_init(|| {
-        let n = 62_000;
+        let n = 36_500;
         let entities = (0..n)
             .map(|i| {
                 let mut c = Components::new();
@@ -296,6 +296,7 @@ fn apply_root() -> &'static ApplyRoot {
             entities,
         };
         let bytes = world.to_bytes();
+        assert!(bytes.len() >= 10 << 20, "{}", bytes.len());
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(root.join("levels")).unwrap();
@@ -392,6 +393,15 @@ fn interleaved(rounds: usize) {
         r.world_bytes
     );
     let (mut ours, mut base, mut sv, mut tw, mut ap) = (vec![], vec![], vec![], vec![], vec![]);
+    if std::env::var_os("LUDUS_CONTENT_ONLY_APPLY").is_some() {
+        for _ in 0..rounds {
+            let t = Instant::now();
+            identity_apply(r);
+            ap.push(t.elapsed());
+        }
+        println!("identity_apply {:?}", median(&mut ap));
+        return;
+    }
     for round in 0..rounds {
         let time_restore = || {
             let w = fresh();
