@@ -19,7 +19,7 @@ use proptest::prelude::*;
 
 fn cases(n: u32) -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { n },
+        cases: if cfg!(miri) { 1 } else { n },
         failure_persistence: None,
         ..ProptestConfig::default()
     }

@@ -121,7 +121,11 @@ const REJECTIONS: &[(&str, usize, Check)] = &[
     ),
 ];
 
+/// The valid fixture, compiled in (Miri isolates the file system).
+const VALID: &[u8] = include_bytes!("fixtures/content/level/valid.json");
+
 #[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
 fn every_rejection_rule_has_a_fixture_and_a_position() {
     let mut wrong = Vec::new();
     for (name, line, check) in REJECTIONS {
@@ -151,8 +155,8 @@ fn every_rejection_rule_has_a_fixture_and_a_position() {
 
 #[test]
 fn the_valid_level_reads_canonically_and_accepts_versions_one_to_eight() {
-    let (path, bytes) = read("valid.json");
-    let level = LevelFile::from_slice(&path, &bytes).unwrap();
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
     let versions: Vec<usize> = level
         .entities
         .iter()
@@ -173,8 +177,8 @@ fn the_valid_level_reads_canonically_and_accepts_versions_one_to_eight() {
 
 #[test]
 fn restore_builds_the_hierarchy_with_forward_parents() {
-    let (path, bytes) = read("valid.json");
-    let level = LevelFile::from_slice(&path, &bytes).unwrap();
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
     let mut w = level_world();
     let r = restore_level(&level, None, &mut w).unwrap();
     let [door, room, guard] = r.entities[..] else {
@@ -204,8 +208,8 @@ fn level_world() -> Level {
 
 #[test]
 fn binding_needs_version_four_uuids_and_refusals_change_nothing() {
-    let (path, bytes) = read("valid.json");
-    let level = LevelFile::from_slice(&path, &bytes).unwrap();
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
     let mut w = level_world();
     let before = snapshot(&w, true);
     let err = restore_level(&level, Some(instance(0)), &mut w).unwrap_err();

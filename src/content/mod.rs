@@ -10,11 +10,19 @@
 //!   document without minting.
 //! * [`publish`] — atomic, create-new publication of whole files.
 //! * [`cook`] — the commands over files, which `src/bin/ludus-cook.rs` wraps.
+//! * [`RecordComponent`] / [`RecordList`] and [`entity_ref`] — a world's components as record
+//!   components, by roster name, entity-typed fields as the target's UUID.
+//! * [`restore_world`] / [`restore_world_from_slice`] — two-pass restore of a version-2 record
+//!   into a world, all or nothing, one binding activation; [`save_world`] /
+//!   [`save_world_bytes`] — the reverse, in canonical UUID order.
+//! * [`duplicate_entities`] / [`duplicate_placements`] — graph duplication of record entities
+//!   (fresh source ids) and of placements (fresh instance ids).
+//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1 (seed 004): UUIDs, names,
+//!   parents, components.
 //!
 //! Every reader refuses unknown and duplicate members and reports each rejection as a
-//! [`Located`] error: the file, serde_json's line and column, and a typed kind. Nothing here
-//! touches a world: restoring records into one is the next stage. Formats, rules and exit
-//! codes: `docs/content.md`.
+//! [`Located`] error: the file, serde_json's line and column, and a typed kind. Formats, rules
+//! and exit codes: `docs/content.md`.
 
 mod apply;
 mod canonical;

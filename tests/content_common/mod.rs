@@ -45,7 +45,12 @@ ludus::world! {
 
 /// A durable world of `capacity` entities, in the structural phase.
 pub fn level(capacity: usize) -> Level {
-    let mut w = Level::try_new_durable(capacity, DurableConfig::default()).unwrap();
+    // A small name arena: Miri pays for every byte initialised.
+    let config = DurableConfig {
+        name_bytes: 4096,
+        ..DurableConfig::default()
+    };
+    let mut w = Level::try_new_durable(capacity, config).unwrap();
     w.begin_structural();
     w
 }
