@@ -17,7 +17,8 @@
 //! - `save_100k/save_world`: `save_world_bytes` of the restored world (canonical bytes).
 //! - `save_100k/typed_to_writer`: `serde_json::to_writer` of the parsed `RecordT` into a
 //!   `Vec<u8>` with the output's capacity reserved. Target: `save_world ≤ 1.2 ×
-//!   typed_to_writer`.
+//!   typed_to_writer`. `save_100k/typed_to_writer_pretty`, for information: the same with
+//!   `to_writer_pretty` (the record's own layout; the compact form is about half the bytes).
 //! - `apply_10mb/identity_apply`: `cook::apply` (read the manifest, schema and a 10 MB
 //!   version-1 world from a temporary root, replay, publish the version-2 record) — the
 //!   `ludus-cook identity apply` command without the process start. Target: < 0.5 s.
@@ -259,6 +260,13 @@ fn to_writer(fx: &Fixture) -> Vec<u8> {
     out
 }
 
+/// For information: the same structs, pretty (the record's own layout, about twice the bytes).
+fn to_writer_pretty(fx: &Fixture) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fx.saved_len);
+    serde_json::to_writer_pretty(&mut out, &fx.typed).unwrap();
+    out
+}
+
 /// A temporary content root holding a ~10 MB version-1 world, its manifest and schema.
 struct ApplyRoot {
     _dir: tempfile::TempDir,
@@ -357,6 +365,9 @@ fn benches_restore(c: &mut Criterion) {
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("save_world", |b| b.iter(|| save(black_box(fx))));
     g.bench_function("typed_to_writer", |b| b.iter(|| to_writer(black_box(fx))));
+    g.bench_function("typed_to_writer_pretty", |b| {
+        b.iter(|| to_writer_pretty(black_box(fx)))
+    });
     g.finish();
     let r = apply_root();
     let mut g = c.benchmark_group("apply_10mb");
@@ -393,6 +404,7 @@ fn interleaved(rounds: usize) {
         r.world_bytes
     );
     let (mut ours, mut base, mut sv, mut tw, mut ap) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut twp = vec![];
     if std::env::var_os("LUDUS_CONTENT_ONLY_APPLY").is_some() {
         for _ in 0..rounds {
             let t = Instant::now();
@@ -442,6 +454,9 @@ fn interleaved(rounds: usize) {
             tw.push(time_writer());
             sv.push(time_save());
         }
+        let t = Instant::now();
+        black_box(to_writer_pretty(fx));
+        twp.push(t.elapsed());
         if std::env::var_os("LUDUS_CONTENT_NO_APPLY").is_none() {
             let t = Instant::now();
             identity_apply(r);
@@ -461,6 +476,16 @@ fn interleaved(rounds: usize) {
         median(&mut sv.clone()),
         median(&mut tw.clone()),
         ratio_median(&sv, &tw)
+    );
+    println!(
+        "typed_to_writer_pretty {:?}  save_world / pretty {:.2}",
+        median(&mut twp.clone()),
+        ratio_median(&sv, &twp)
+    );
+    println!(
+        "compact {} bytes, pretty {} bytes",
+        to_writer(fx).len(),
+        to_writer_pretty(fx).len()
     );
     println!("identity_apply {:?}", median(&mut ap));
 }
