@@ -283,4 +283,27 @@ fn the_streaming_reader_takes_any_member_order_and_declines_escaped_labels() {
     let mut w = level(4);
     restore_world_from_slice(Path::new("w"), escaped.as_bytes(), instance(0), &mut w).unwrap();
     assert_eq!(w.registry.len(), 2);
+    // A repeated label or uuid, or the document's uuid on an entity: the streaming reader
+    // declines, the tree reader names the rule.
+    let mut w = level(4);
+    for (bad, check) in [
+        (
+            text.replace(r#""label": "a""#, r#""label": "b""#),
+            (|k: &K| matches!(k, K::Record(RecordErrorKind::RepeatedLegacyId { .. })))
+                as fn(&K) -> bool,
+        ),
+        (text.replace(&uuid_text(0), &uuid_text(1)), |k: &K| {
+            matches!(k, K::Record(RecordErrorKind::RepeatedUuid { .. }))
+        }),
+        (
+            text.replace(&uuid_text(1), &document().to_string()),
+            |k: &K| matches!(k, K::Record(RecordErrorKind::RepeatedUuid { .. })),
+        ),
+    ] {
+        assert!(!ludus::content::streams::<Level>(bad.as_bytes()));
+        let err = restore_world_from_slice(Path::new("w"), bad.as_bytes(), instance(0), &mut w)
+            .unwrap_err();
+        assert!(check(&err.kind), "{err}");
+        assert_eq!(w.registry.len(), 0);
+    }
 }

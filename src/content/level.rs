@@ -363,8 +363,11 @@ where
     for e in &level.entities {
         plan.push_entity(e.uuid, &e.name);
     }
+    // Unique by `check`.
+    let unique = plan.seal();
+    debug_assert!(unique);
     for (i, e) in level.entities.iter().enumerate() {
-        plan.entities[i].parent = e.parent.and_then(|p| plan.index.get(&p).copied());
+        plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p));
         for (name, props) in &e.components {
             let at = key(&key(&entity_path(i), "components"), name);
             let Some(k) = component_index::<W>(name) else {

@@ -91,9 +91,11 @@ where
     record.check().map_err(Fault::convert)?;
     let mut plan = Plan::new::<W>(record.entities.len());
     for e in &record.entities {
-        // Unique by `check`.
         plan.push_entity(e.uuid.as_uuid(), &e.name);
     }
+    // Unique by `check`.
+    let unique = plan.seal();
+    debug_assert!(unique);
     for (i, e) in record.entities.iter().enumerate() {
         for (name, props) in &e.components {
             let at = key(&key(&entity_path(i), "components"), name);
