@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::error::{index, key, JsonPath, Step};
 use super::manifest::Manifest;
 use super::path::DocPath;
-use super::record::{Components, EntityV2, WorldV1, WorldV2};
+use super::record::{EntityV2, WorldV1, WorldV2};
 use super::schema::Schema;
 
 /// Why a version-1 document was not replayed.
@@ -228,23 +228,24 @@ pub(crate) fn apply_owned(
     let mut entities = Vec::with_capacity(world.entities.len());
     for (i, (e, uuid)) in world.entities.into_iter().zip(uuids).enumerate() {
         let comps_at = || key(&index(&entities_at, i), "components");
-        let mut components = Components::new();
-        for (name, props) in e.components {
-            let Some(refs) = schema.components.get(&name) else {
+        // The component maps are rewritten in place and move into the record.
+        let mut components = e.components;
+        for (name, props) in components.iter_mut() {
+            let Some(refs) = schema.components.get(name) else {
                 return Err(fault(
                     ApplyErrorKind::UnknownComponent {
                         component: name.clone(),
                     },
                     Origin::World,
-                    &key(&comps_at(), &name),
+                    &key(&comps_at(), name),
                 ));
             };
-            let mut out = props;
+            let out = props;
             for property in refs {
                 let Some(value) = out.get_mut(property) else {
                     continue;
                 };
-                let at = || key(&key(&comps_at(), &name), property);
+                let at = || key(&key(&comps_at(), name), property);
                 let Value::String(target) = value else {
                     return Err(fault(
                         ApplyErrorKind::NotAReference {
@@ -273,7 +274,6 @@ pub(crate) fn apply_owned(
                     }
                 }
             }
-            components.insert(name, out);
         }
         entities.push(EntityV2 {
             uuid,
