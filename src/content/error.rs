@@ -121,7 +121,7 @@ impl<K> Fault<K> {
 }
 
 impl<K: fmt::Display> fmt::Display for Fault<K> {
-    /// `at entities[3].components.enemy: MESSAGE` (`at $` for the root).
+    /// `at $.entities[3].components.enemy: MESSAGE` (`at $: MESSAGE` for the root).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("at $")?;
         for step in &self.path {
