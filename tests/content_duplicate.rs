@@ -223,3 +223,83 @@ fn placement_duplication_remaps_instances_and_keeps_source_ids() {
     .unwrap_err();
     assert!(matches!(err, DuplicateError::Mint(MintError::Entropy(_))));
 }
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cases() -> ProptestConfig {
+        ProptestConfig {
+            cases: if cfg!(miri) { 1 } else { 128 },
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cases())]
+
+        /// Duplication against a plain model: every selected entity gets a fresh v4 id, the
+        /// originals are untouched, a clone's link points at the clone of its target when the
+        /// target is selected and at the original target otherwise; a bad selection or a
+        /// failing source gives an error and no record.
+        #[test]
+        fn duplication_matches_the_model(
+            n in 1u64..8,
+            links in prop::collection::vec(prop::option::of(any::<prop::sample::Index>()), 8),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+            stranger in any::<bool>(),
+            fail_on in prop::option::of(1u64..6),
+            seed in any::<u64>(),
+        ) {
+            let mut record = ring(n);
+            for (i, link) in links.iter().take(n as usize).enumerate() {
+                let target = link.map(|t| uuid_text(t.index(n as usize) as u64));
+                record.entities[i] = entity(i as u64, target.as_deref().or(Some("")));
+            }
+            let mut selection: Vec<SourceObjectId> =
+                picks.iter().map(|p| object(p.index(n as usize) as u64)).collect();
+            if stranger {
+                selection.push(object(1000));
+            }
+            let repeated = (1..selection.len()).any(|i| selection[..i].contains(&selection[i]));
+            let mut source = FailingEntropy::new(SeqEntropy::new(seed), fail_on.unwrap_or(u64::MAX));
+            let result = duplicate_entities(&record, &schema(), &selection, &mut source);
+            let draws_needed = selection.len() as u64;
+            match result {
+                Ok(dup) => {
+                    prop_assert!(!stranger && !repeated);
+                    prop_assert!(fail_on.is_none_or(|f| f > draws_needed));
+                    dup.record.check().unwrap();
+                    prop_assert_eq!(&dup.record.entities[..n as usize], &record.entities[..]);
+                    prop_assert_eq!(dup.copies.len(), selection.len());
+                    let new_of = |old: &str| {
+                        dup.copies
+                            .iter()
+                            .find(|(o, _)| o.to_string() == old)
+                            .map(|(_, c)| c.to_string())
+                    };
+                    for (k, (old, copy)) in dup.copies.iter().enumerate() {
+                        prop_assert_eq!(*old, selection[k]);
+                        prop_assert_eq!(copy.as_uuid().get_version_num(), 4);
+                        prop_assert!(record.entities.iter().all(|e| e.uuid != *copy));
+                        let original = record.entities.iter().find(|e| e.uuid == *old).unwrap();
+                        let clone = &dup.record.entities[n as usize + k];
+                        prop_assert_eq!(clone.uuid, *copy);
+                        let before = original.components["enemy"]["target"].as_str().unwrap();
+                        let after = clone.components["enemy"]["target"].as_str().unwrap();
+                        let expected = new_of(before).unwrap_or_else(|| before.to_owned());
+                        prop_assert_eq!(after, expected.as_str());
+                        prop_assert_eq!(&clone.components["pos"], &original.components["pos"]);
+                    }
+                }
+                Err(DuplicateError::UnknownSelection { .. }) => prop_assert!(stranger),
+                Err(DuplicateError::RepeatedSelection { .. }) => prop_assert!(repeated),
+                Err(DuplicateError::Mint(MintError::Entropy(_))) => {
+                    prop_assert!(fail_on.is_some_and(|f| f <= draws_needed));
+                }
+                Err(e) => prop_assert!(false, "{e}"),
+            }
+        }
+    }
+}
