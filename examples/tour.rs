@@ -1,8 +1,10 @@
 //! The runnable tour of ludus (the README's main job).
 //!
 //! Walks through durable ids, runtime handles, allocation domains, the scratch arena, a small
-//! world with systems and a command-buffer commit, and durable identity in a level (bind,
-//! resolve, unload, reload, duplicate), printing what happens and how long it took.
+//! world with systems and a command-buffer commit, durable identity in a level (bind,
+//! resolve, unload, reload, duplicate), persistent spawn, and content (save a level as a
+//! version-2 World record, restore it into a fresh world), printing what happens and how long
+//! it took.
 //! The timings are illustrations; the measured claims live in `perf-results/`.
 
 use std::time::Instant;
@@ -14,8 +16,9 @@ use ludus::identity::{
 };
 use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
 use ludus::prelude::*;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
 #[repr(C)]
 struct Position {
     x: f32,
@@ -33,10 +36,12 @@ struct Velocity {
 #[repr(C)]
 struct Health(i32);
 
-/// A component that names another entity: duplication rewrites it inside the selection.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+/// A component that names another entity: duplication rewrites it inside the selection; in a
+/// record it holds the target's UUID.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
 #[repr(C)]
 struct Follow {
+    #[serde(with = "ludus::content::entity_ref")]
     target: EntityId,
 }
 
@@ -164,6 +169,88 @@ fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
         &ludus::world::digest_hex(&level.checkpoint_digest())[..16],
         level.get::<Position>(again).map_or(f32::NAN, |p| p.x),
         level.registry.diagnose(e)
+    );
+    Ok(())
+}
+
+/// Section 8: save a level as a version-2 World record, restore it into a fresh world,
+/// resolve a reference across the round trip.
+fn content() -> Result<(), Box<dyn std::error::Error>> {
+    use ludus::content::{restore_world_from_slice, save_world_bytes};
+    let mut level = Level::try_new_durable(64, DurableConfig::default())?;
+    level.begin_structural();
+    let scope = InstanceId::mint(&mut OsEntropy)?;
+    let document = AssetId::mint(&mut OsEntropy)?;
+    let leader = level.spawn((Position { x: 0.0, y: 0.0 },))?;
+    let scout = level.spawn((Position { x: 1.5, y: 0.0 }, Follow { target: leader }))?;
+    level.set_name(leader, "leader")?;
+    level.set_name(scout, "scout")?;
+    let keys = [leader, scout]
+        .iter()
+        .map(|&e| {
+            Ok(Activation::new(
+                e,
+                PersistentObjectKey::new(scope, SourceObjectId::mint(&mut OsEntropy)?),
+            ))
+        })
+        .collect::<Result<Vec<_>, ludus::identity::EntropyError>>()?;
+    level.activate(&keys)?;
+    let bytes = timed("save_world_bytes: handles become uuids", || {
+        save_world_bytes(&level, scope, "ludus.tour.v1", document)
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let target_line = text
+        .lines()
+        .find(|l| l.contains("\"target\""))
+        .unwrap_or("")
+        .trim();
+    println!(
+        "  saved {} bytes; the scout's link: {target_line}",
+        bytes.len()
+    );
+    let mut fresh = Level::try_new_durable(64, DurableConfig::default())?;
+    fresh.begin_structural();
+    let restored = timed(
+        "restore_world_from_slice into a fresh world: two passes, one activation",
+        || {
+            restore_world_from_slice(
+                std::path::Path::new("tour.world.json"),
+                &bytes,
+                scope,
+                &mut fresh,
+            )
+        },
+    )?;
+    let scout_key = keys[1].key;
+    let scout_again = fresh
+        .resolve(&scout_key)
+        .entity()
+        .ok_or("scout not bound")?;
+    let target = fresh
+        .get::<Follow>(scout_again)
+        .map(|f| f.target)
+        .ok_or("no follow")?;
+    println!(
+        "  restored {} entities; the scout {:?} follows {:?} = {:?} (bound to the leader's key: {})",
+        restored.entities.len(),
+        scout_again,
+        target,
+        fresh.name(target)?,
+        fresh.key_of(target) == Some(keys[0].key)
+    );
+    let again = save_world_bytes(&fresh, scope, "ludus.tour.v1", document)?;
+    println!("  saved again: byte-identical: {}", again == bytes);
+    let before = fresh.counts().to_json();
+    let refused = restore_world_from_slice(
+        std::path::Path::new("tour.world.json"),
+        &bytes,
+        scope,
+        &mut fresh,
+    )
+    .unwrap_err();
+    println!(
+        "  restoring it twice into one world is refused whole: {refused}; unchanged: {}",
+        fresh.counts().to_json() == before
     );
     Ok(())
 }
@@ -376,10 +463,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     persistent_spawn()?;
 
+    println!("\n== 8. content: save a level as a World record, restore it into a fresh world");
+    content()?;
+
     drop(game);
     let end = domain.usage();
     println!(
-        "\n== 8. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
+        "\n== 9. dropping the world returns every byte: live {} bytes / {} blocks, high water {}",
         end.live_bytes, end.live_blocks, end.high_water_bytes
     );
     Ok(())

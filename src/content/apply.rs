@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::error::{index, key, JsonPath, Step};
 use super::manifest::Manifest;
 use super::path::DocPath;
-use super::record::{Components, EntityV2, WorldV1, WorldV2};
+use super::record::{EntityV2, WorldV1, WorldV2};
 use super::schema::Schema;
 
 /// Why a version-1 document was not replayed.
@@ -152,6 +152,20 @@ pub fn apply(
     manifest: &Manifest,
     schema: &Schema,
 ) -> Result<WorldV2, ApplyFault> {
+    apply_owned(world.clone(), path, manifest, schema)
+}
+
+/// [`apply`], consuming the document (its component values move into the record instead of
+/// being copied: what `ludus-cook identity apply` runs).
+///
+/// # Errors
+/// As [`apply`].
+pub(crate) fn apply_owned(
+    world: WorldV1,
+    path: &DocPath,
+    manifest: &Manifest,
+    schema: &Schema,
+) -> Result<WorldV2, ApplyFault> {
     let entities_at = [Step::Key("entities".into())];
     if world.schema != schema.name {
         return Err(fault(
@@ -210,26 +224,28 @@ pub fn apply(
             &key(&index(&objects, j), "legacy_id"),
         ));
     }
+    drop(ids);
     let mut entities = Vec::with_capacity(world.entities.len());
-    for (i, (e, uuid)) in world.entities.iter().zip(uuids).enumerate() {
-        let comps_at = key(&index(&entities_at, i), "components");
-        let mut components = Components::new();
-        for (name, props) in &e.components {
+    for (i, (e, uuid)) in world.entities.into_iter().zip(uuids).enumerate() {
+        let comps_at = || key(&index(&entities_at, i), "components");
+        // The component maps are rewritten in place and move into the record.
+        let mut components = e.components;
+        for (name, props) in components.iter_mut() {
             let Some(refs) = schema.components.get(name) else {
                 return Err(fault(
                     ApplyErrorKind::UnknownComponent {
                         component: name.clone(),
                     },
                     Origin::World,
-                    &key(&comps_at, name),
+                    &key(&comps_at(), name),
                 ));
             };
-            let mut out = props.clone();
+            let out = props;
             for property in refs {
                 let Some(value) = out.get_mut(property) else {
                     continue;
                 };
-                let at = || key(&key(&comps_at, name), property);
+                let at = || key(&key(&comps_at(), name), property);
                 let Value::String(target) = value else {
                     return Err(fault(
                         ApplyErrorKind::NotAReference {
@@ -258,17 +274,16 @@ pub fn apply(
                     }
                 }
             }
-            components.insert(name.clone(), out);
         }
         entities.push(EntityV2 {
             uuid,
-            label: e.id.clone(),
-            name: e.name.clone(),
+            label: e.id,
+            name: e.name,
             components,
         });
     }
     Ok(WorldV2 {
-        schema: world.schema.clone(),
+        schema: world.schema,
         document: doc.document,
         entities,
     })

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::identity::{EntropyError, EntropySource};
 
-use super::apply::{apply as apply_record, ApplyClass, ApplyErrorKind, Origin};
+use super::apply::{apply_owned as apply_record, ApplyClass, ApplyErrorKind, Origin};
 use super::error::Located;
 use super::manifest::{Manifest, ManifestError};
 use super::migrate::{extend_manifest, MigrateError};
@@ -323,17 +323,31 @@ pub fn apply(
         .into());
     }
     let manifest_bytes = read(manifest)?;
-    let m = Manifest::from_slice(manifest, &manifest_bytes)?;
-    let schema_bytes = read(schema)?;
-    let s = Schema::from_slice(schema, &schema_bytes)?;
     let world_file = path.under(root);
-    hooks.progress.begin(1);
-    hooks.progress.step(&path);
-    let world_bytes = read(&world_file);
-    hooks.progress.end();
-    let world_bytes = world_bytes?;
-    let w = WorldV1::from_slice(&world_file, &world_bytes)?;
-    let v2 = apply_record(&w, &path, &m, &s).map_err(|f| {
+    // The manifest and schema parse on a second thread while the document is read and parsed
+    // here; the first error in the command's order (manifest, schema, document) is reported.
+    let (side, world) = std::thread::scope(|scope| {
+        let side = scope.spawn(|| {
+            let m = Manifest::from_slice(manifest, &manifest_bytes)?;
+            let schema_bytes = read(schema)?;
+            let s = Schema::from_slice(schema, &schema_bytes)?;
+            Ok::<_, CookError>((m, s))
+        });
+        hooks.progress.begin(1);
+        hooks.progress.step(&path);
+        let world_bytes = read(&world_file);
+        hooks.progress.end();
+        let w = world_bytes.map(|bytes| {
+            let w = WorldV1::from_slice(&world_file, &bytes);
+            (bytes, w)
+        });
+        let side = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (side, w)
+    });
+    let (m, s) = side?;
+    let (world_bytes, w) = world?;
+    let w = w?;
+    let v2 = apply_record(w, &path, &m, &s).map_err(|f| {
         let (file, bytes) = match f.origin {
             Origin::World => (world_file.as_path(), world_bytes.as_slice()),
             Origin::Manifest => (manifest, manifest_bytes.as_slice()),
@@ -346,6 +360,11 @@ pub fn apply(
             kind: f.kind,
         })
     })?;
-    publish::create_new_with_hook(output, &v2.to_bytes(), hooks.before_publish)?;
+    let bytes = v2.to_bytes();
+    // Freeing the record's tree overlaps the publication's writes and fsyncs.
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(v2));
+        publish::create_new_with_hook(output, &bytes, hooks.before_publish)
+    })?;
     Ok(())
 }

@@ -120,6 +120,22 @@ impl<K> Fault<K> {
     }
 }
 
+impl<K: fmt::Display> fmt::Display for Fault<K> {
+    /// `at $.entities[3].components.enemy: MESSAGE` (`at $: MESSAGE` for the root).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("at $")?;
+        for step in &self.path {
+            match step {
+                Step::Key(k) => write!(f, ".{k}")?,
+                Step::Index(i) => write!(f, "[{i}]")?,
+            }
+        }
+        write!(f, ": {}", self.kind)
+    }
+}
+
+impl<K: fmt::Debug + fmt::Display> std::error::Error for Fault<K> {}
+
 /// Extends a path by one step without touching the original.
 pub(crate) fn at(path: &[Step], step: Step) -> JsonPath {
     let mut p = Vec::with_capacity(path.len() + 1);

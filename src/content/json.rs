@@ -45,10 +45,10 @@ fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
-/// A `Value` builder that records the first duplicate member name it meets.
+/// A `Value` builder that records the first duplicate member name it meets (and refuses it).
 #[derive(Clone, Copy)]
-struct StrictValue<'a> {
-    duplicate: &'a RefCell<Option<String>>,
+pub(crate) struct StrictValue<'a> {
+    pub(crate) duplicate: &'a RefCell<Option<String>>,
 }
 
 impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
@@ -107,13 +107,18 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut members = Map::new();
         while let Some(name) = map.next_key::<String>()? {
-            if members.contains_key(&name) {
-                let message = format!("duplicate member `{name}`");
-                *self.duplicate.borrow_mut() = Some(name);
-                return Err(de::Error::custom(message));
+            // One search per member: the vacant entry is filled once the value is read.
+            match members.entry(name) {
+                serde_json::map::Entry::Occupied(o) => {
+                    let name = o.key().clone();
+                    let message = format!("duplicate member `{name}`");
+                    *self.duplicate.borrow_mut() = Some(name);
+                    return Err(de::Error::custom(message));
+                }
+                serde_json::map::Entry::Vacant(v) => {
+                    v.insert(map.next_value_seed(self)?);
+                }
             }
-            let value = map.next_value_seed(self)?;
-            members.insert(name, value);
         }
         Ok(Value::Object(members))
     }

@@ -10,34 +10,67 @@
 //!   document without minting.
 //! * [`publish`] — atomic, create-new publication of whole files.
 //! * [`cook`] — the commands over files, which `src/bin/ludus-cook.rs` wraps.
+//! * [`RecordComponent`] / [`RecordList`] and [`entity_ref`] — a world's components as record
+//!   components, by roster name, entity-typed fields as the target's UUID.
+//! * [`restore_world`] / [`restore_world_from_slice`] — two-pass restore of a version-2 record
+//!   into a world, all or nothing, one binding activation; [`save_world`] /
+//!   [`save_world_bytes`] — the reverse, in canonical UUID order.
+//! * [`duplicate_entities`] / [`duplicate_placements`] — graph duplication of record entities
+//!   (fresh source ids) and of placements (fresh instance ids).
+//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1 (seed 004): UUIDs, names,
+//!   parents, components.
 //!
 //! Every reader refuses unknown and duplicate members and reports each rejection as a
-//! [`Located`] error: the file, serde_json's line and column, and a typed kind. Nothing here
-//! touches a world: restoring records into one is the next stage. Formats, rules and exit
-//! codes: `docs/content.md`.
+//! [`Located`] error: the file, serde_json's line and column, and a typed kind. Formats, rules
+//! and exit codes: `docs/content.md`.
 
 mod apply;
+mod canonical;
 pub mod cook;
+mod duplicate;
 mod error;
 mod json;
+mod level;
 mod manifest;
+mod mapping;
 mod migrate;
 mod path;
+mod plan;
 pub mod publish;
 mod record;
+mod restore;
+mod save;
 mod schema;
+mod stream;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
+pub use duplicate::{
+    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
+};
 pub use error::{Fault, JsonPath, Located, Shape, Step};
+pub use level::{
+    restore_level, restore_level_from_slice, LevelEntity, LevelError, LevelErrorKind, LevelFile,
+    LEVEL_FORMAT, LEVEL_VERSION,
+};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
     MANIFEST_VERSION,
 };
+pub use mapping::{bits_uuid, entity_ref, uuid_bits, RecordComponent, RecordList, RecordVisitor};
 pub use migrate::{extend_manifest, generate_manifest, Extension, MigrateError};
 pub use path::{DocPath, PathError, DOC_PATH_MAX};
+#[doc(hidden)]
+pub use plan::FailPoint;
 pub use publish::PublishError;
 pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
+pub use restore::{
+    restore_world, restore_world_from_slice, RestoreError, RestoreErrorKind, Restored,
+};
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use restore::{restore_world_failing, streams};
+pub use save::{save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

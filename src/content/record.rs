@@ -242,17 +242,18 @@ impl WorldV1 {
         let entities = [Step::Key("entities".into())];
         let mut ids = HashSet::with_capacity(self.entities.len());
         for (i, e) in self.entities.iter().enumerate() {
-            let at = index(&entities, i);
-            check_label(&e.id, &key(&at, "id"), &mut ids)?;
+            // Paths are built only for a fault.
+            let at = |member: &str| key(&index(&entities, i), member);
+            check_label(&e.id, || at("id"), &mut ids)?;
             if let Some(parent) = &e.parent {
                 if !parent.is_empty() && !is_legacy_id(parent) {
                     return Err(Fault::new(
                         RecordErrorKind::InvalidLegacyId { id: parent.clone() },
-                        &key(&at, "parent"),
+                        &at("parent"),
                     ));
                 }
             }
-            check_components(&e.components, &key(&at, "components"))?;
+            check_components(&e.components, || at("components"))?;
         }
         Ok(())
     }
@@ -314,17 +315,18 @@ impl WorldV2 {
         let mut uuids = HashSet::with_capacity(self.entities.len() + 1);
         uuids.insert(self.document.as_uuid());
         for (i, e) in self.entities.iter().enumerate() {
-            let at = index(&entities, i);
+            // Paths are built only for a fault.
+            let at = |member: &str| key(&index(&entities, i), member);
             if !uuids.insert(e.uuid.as_uuid()) {
                 return Err(Fault::new(
                     RecordErrorKind::RepeatedUuid {
                         uuid: e.uuid.to_string(),
                     },
-                    &key(&at, "uuid"),
+                    &at("uuid"),
                 ));
             }
-            check_label(&e.label, &key(&at, "label"), &mut labels)?;
-            check_components(&e.components, &key(&at, "components"))?;
+            check_label(&e.label, || at("label"), &mut labels)?;
+            check_components(&e.components, || at("components"))?;
         }
         Ok(())
     }
@@ -375,27 +377,31 @@ fn check_schema(name: &str) -> R<()> {
     }
 }
 
-fn check_label<'a>(id: &'a str, at: &[Step], seen: &mut HashSet<&'a str>) -> R<()> {
+fn check_label<'a>(
+    id: &'a str,
+    at: impl FnOnce() -> Vec<Step>,
+    seen: &mut HashSet<&'a str>,
+) -> R<()> {
     if !is_legacy_id(id) {
         return Err(Fault::new(
             RecordErrorKind::InvalidLegacyId { id: id.to_owned() },
-            at,
+            &at(),
         ));
     }
     if !seen.insert(id) {
         return Err(Fault::new(
             RecordErrorKind::RepeatedLegacyId { id: id.to_owned() },
-            at,
+            &at(),
         ));
     }
     Ok(())
 }
 
-fn check_components(components: &Components, at: &[Step]) -> R<()> {
+fn check_components(components: &Components, at: impl FnOnce() -> Vec<Step>) -> R<()> {
     match components.keys().find(|n| !is_component_name(n)) {
         Some(name) => Err(Fault::new(
             RecordErrorKind::InvalidComponentName { name: name.clone() },
-            &key(at, name),
+            &key(&at(), name),
         )),
         None => Ok(()),
     }
@@ -514,9 +520,16 @@ fn decode_components(obj: &mut Object<'_>) -> R<Components> {
     let map = Object::new(value, &at).map_err(Fault::convert)?;
     let mut components = Components::new();
     for (name, value) in map.into_members() {
-        let c_at = key(&at, &name);
-        let props = Object::new(value, &c_at).map_err(Fault::convert)?;
-        components.insert(name, props.into_members().into_iter().collect());
+        let Value::Object(props) = value else {
+            // The path is built only for a fault.
+            return Err(Fault::new(
+                Shape::WrongType {
+                    expected: "an object",
+                },
+                &key(&at, &name),
+            ));
+        };
+        components.insert(name, props.into_iter().collect());
     }
     Ok(components)
 }

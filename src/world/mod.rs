@@ -122,6 +122,8 @@ pub use error::{CommandError, InitError, Rejection, WorldError};
 pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy};
 pub use join::{join, IntoJoin, Join, JoinPlan};
 pub use observe::{Outliner, OutlinerRow, WorldCounts};
+/// Typed insert without the compile-time roster bound (content restore dispatches by type).
+pub(crate) use ops::insert as insert_value;
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
 pub use persistent::{

@@ -1,0 +1,503 @@
+//! Content restore, save and `identity apply` (issue 12): a 100k-entity version-2 World record
+//! restored into a world against plain typed serde_json plus a `HashMap<Uuid, usize>` fixup,
+//! saved against `serde_json::to_writer` of the same typed structs, and `identity apply` of a
+//! 10 MB version-1 world.
+//!
+//! The record: 100k entities, three components each (`pos {x, y}`, `hp {hp}`, `enemy {target,
+//! speed}`); `enemy.target` names another entity on 30% of them (half forward, half backward),
+//! `""` on the rest; canonical bytes (`WorldV2::to_bytes`, 2-space indent), about 33 MB.
+//!
+//! - `restore_100k/restore_world`: `restore_world_from_slice(bytes, instance, world)` into a
+//!   fresh durable world of 100k (built in the untimed setup; the world is returned, so its
+//!   drop is not timed): strict parse, decode, resolve, create, insert, name, bind.
+//! - `restore_100k/typed_parse_fixup`: the baseline: `serde_json::from_slice::<RecordT>` of
+//!   the same bytes into plain structs (`Uuid` ids, `String` targets) and a fixup pass that
+//!   builds a `HashMap<Uuid, usize>` of the entities and resolves every non-empty target to
+//!   its index. Target: `restore_world ≤ 1.2 × typed_parse_fixup`.
+//! - `save_100k/save_world`: `save_world_bytes` of the restored world (canonical bytes).
+//! - `save_100k/typed_to_writer`: `serde_json::to_writer` of the parsed `RecordT` into a
+//!   `Vec<u8>` with the output's capacity reserved. Target: `save_world ≤ 1.2 ×
+//!   typed_to_writer`. `save_100k/typed_to_writer_pretty`, for information: the same with
+//!   `to_writer_pretty` (the record's own layout; the compact form is about half the bytes).
+//! - `apply_10mb/identity_apply`: `cook::apply` (read the manifest, schema and a 10 MB
+//!   version-1 world from a temporary root, replay, publish the version-2 record) — the
+//!   `ludus-cook identity apply` command without the process start. Target: < 0.5 s.
+//!
+//! `LUDUS_INTERLEAVE=<rounds>` skips criterion and times the pairs round-robin, one call of
+//! each per round, alternating which goes first, and prints the medians and the median of the
+//! per-round ratios (the shared-machine protocol of `docs/benchmarking.md`).
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use bytemuck::{Pod, Zeroable};
+use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+use ludus::content::cook::{self, Hooks};
+use ludus::content::{
+    generate_manifest, restore_world_from_slice, save_world_bytes, Components, DocPath, EntityV1,
+    EntityV2, Properties, WorldV1, WorldV2,
+};
+use ludus::identity::test_entropy::SeqEntropy;
+use ludus::identity::{AssetId, InstanceId, SourceObjectId};
+use ludus::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
+#[repr(C)]
+struct Pos {
+    x: f32,
+    y: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
+#[repr(C)]
+struct Hp {
+    hp: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
+#[repr(C)]
+struct Enemy {
+    #[serde(with = "ludus::content::entity_ref")]
+    target: EntityId,
+    speed: u32,
+    #[serde(skip)]
+    _pad: u32,
+}
+
+impl EntityRefs for Enemy {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.target);
+    }
+}
+
+ludus::world! {
+    struct Level { pos: Pos, hp: Hp, enemy: Enemy }
+    entity_refs { Enemy }
+}
+
+// The baseline's plain structs (the same members; targets as strings).
+#[derive(Serialize, Deserialize)]
+struct RecordT {
+    version: u32,
+    schema: String,
+    document: Uuid,
+    entities: Vec<EntityT>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct EntityT {
+    uuid: Uuid,
+    label: String,
+    name: String,
+    components: ComponentsT,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ComponentsT {
+    enemy: EnemyT,
+    hp: HpT,
+    pos: PosT,
+}
+
+#[derive(Serialize, Deserialize)]
+struct EnemyT {
+    speed: u32,
+    target: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HpT {
+    hp: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PosT {
+    x: f32,
+    y: f32,
+}
+
+const N: usize = 100_000;
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A distinct nonnil v4 UUID per index (scattered bits, so hashing is not trivially ordered).
+fn uuid_of(i: usize) -> Uuid {
+    let hi = mix(i as u64 ^ 0x5eed);
+    let v = (u128::from(hi) << 64) | (i as u128 + 1);
+    uuid::Builder::from_random_bytes(v.to_be_bytes()).into_uuid()
+}
+
+fn props(v: serde_json::Value) -> Properties {
+    match v {
+        serde_json::Value::Object(m) => m.into_iter().collect(),
+        _ => unreachable!(),
+    }
+}
+
+/// The target of entity `i`: 30% of entities, half forward, half backward.
+fn target(i: usize, n: usize) -> Option<usize> {
+    let h = mix(i as u64) as usize;
+    match i % 20 {
+        r if r < 3 && i + 1 < n => Some(i + 1 + h % (n - i - 1)),
+        r if r < 6 && i > 0 => Some(h % i),
+        _ => None,
+    }
+}
+
+fn record(n: usize) -> WorldV2 {
+    let entities = (0..n)
+        .map(|i| {
+            let mut c = Components::new();
+            c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
+            c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
+            let t = target(i, n).map_or(String::new(), |t| uuid_of(t).to_string());
+            c.insert(
+                "enemy".into(),
+                props(json!({"target": t, "speed": (i % 7) as u32})),
+            );
+            EntityV2 {
+                uuid: SourceObjectId::from_uuid(uuid_of(i)).unwrap(),
+                label: format!("e{i}"),
+                name: format!("e{i}"),
+                components: c,
+            }
+        })
+        .collect();
+    WorldV2 {
+        schema: "ludus.bench.v1".into(),
+        document: AssetId::from_uuid(uuid_of(usize::MAX - 1)).unwrap(),
+        entities,
+    }
+}
+
+fn instance() -> InstanceId {
+    InstanceId::from_uuid(uuid_of(usize::MAX - 2)).unwrap()
+}
+
+fn fresh() -> Level {
+    let mut w = Level::try_new_durable(
+        N,
+        DurableConfig {
+            name_bytes: 16 * N,
+            ..DurableConfig::default()
+        },
+    )
+    .unwrap();
+    w.begin_structural();
+    w
+}
+
+struct Fixture {
+    bytes: Vec<u8>,
+    world: Level,
+    saved_len: usize,
+    typed: RecordT,
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let bytes = record(N).to_bytes();
+        let mut world = fresh();
+        restore_world_from_slice(Path::new("bench"), &bytes, instance(), &mut world).unwrap();
+        let saved =
+            save_world_bytes(&world, instance(), "ludus.bench.v1", record(0).document).unwrap();
+        let typed: RecordT = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(saved.len(), bytes.len());
+        Fixture {
+            saved_len: saved.len(),
+            bytes,
+            world,
+            typed,
+        }
+    })
+}
+
+/// The restore baseline: typed parse, then `HashMap<Uuid, usize>` fixup.
+fn typed_parse_fixup(bytes: &[u8]) -> (RecordT, Vec<Option<usize>>) {
+    let r: RecordT = serde_json::from_slice(bytes).unwrap();
+    let mut index: HashMap<Uuid, usize> = HashMap::with_capacity(r.entities.len());
+    for (i, e) in r.entities.iter().enumerate() {
+        index.insert(e.uuid, i);
+    }
+    let links = r
+        .entities
+        .iter()
+        .map(|e| {
+            let t = &e.components.enemy.target;
+            if t.is_empty() {
+                None
+            } else {
+                Some(index[&Uuid::parse_str(t).unwrap()])
+            }
+        })
+        .collect();
+    (r, links)
+}
+
+fn restore(bytes: &[u8], mut w: Level) -> Level {
+    restore_world_from_slice(Path::new("bench"), bytes, instance(), &mut w).unwrap();
+    w
+}
+
+fn save(fx: &Fixture) -> Vec<u8> {
+    save_world_bytes(&fx.world, instance(), "ludus.bench.v1", record(0).document).unwrap()
+}
+
+fn to_writer(fx: &Fixture) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fx.saved_len);
+    serde_json::to_writer(&mut out, &fx.typed).unwrap();
+    out
+}
+
+/// For information: the same structs, pretty (the record's own layout, about twice the bytes).
+fn to_writer_pretty(fx: &Fixture) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fx.saved_len);
+    serde_json::to_writer_pretty(&mut out, &fx.typed).unwrap();
+    out
+}
+
+/// A temporary content root holding a ~10 MB version-1 world, its manifest and schema.
+struct ApplyRoot {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    manifest: PathBuf,
+    schema: PathBuf,
+    out: PathBuf,
+    world_bytes: usize,
+}
+
+fn apply_root() -> &'static ApplyRoot {
+    static R: OnceLock<ApplyRoot> = OnceLock::new();
+    R.get_or_init(|| {
+        let n = 36_500;
+        let entities = (0..n)
+            .map(|i| {
+                let mut c = Components::new();
+                c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
+                c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
+                let t = target(i, n).map_or(String::new(), |t| format!("e{t}"));
+                c.insert(
+                    "enemy".into(),
+                    props(json!({"target": t, "speed": (i % 7) as u32})),
+                );
+                EntityV1 {
+                    id: format!("e{i}"),
+                    name: format!("entity {i}"),
+                    parent: None,
+                    components: c,
+                }
+            })
+            .collect();
+        let world = WorldV1 {
+            schema: "ludus.bench.v1".into(),
+            entities,
+        };
+        let bytes = world.to_bytes();
+        assert!(bytes.len() >= 10 << 20, "{}", bytes.len());
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("levels")).unwrap();
+        std::fs::write(root.join("levels/big.world.json"), &bytes).unwrap();
+        let path: DocPath = "levels/big.world.json".parse().unwrap();
+        let m = generate_manifest(&[(path, &world)], &mut SeqEntropy::new(7)).unwrap();
+        let manifest = dir.path().join("identity-migration.json");
+        std::fs::write(&manifest, m.to_bytes()).unwrap();
+        let schema = dir.path().join("schema.json");
+        std::fs::write(
+            &schema,
+            br#"{"format": "ludus.world-schema", "version": 1, "schema": "ludus.bench.v1",
+                "components": {"enemy": {"entity_properties": ["target"]},
+                "hp": {"entity_properties": []}, "pos": {"entity_properties": []}}}"#,
+        )
+        .unwrap();
+        let out = dir.path().join("out.json");
+        ApplyRoot {
+            root,
+            manifest,
+            schema,
+            out,
+            world_bytes: bytes.len(),
+            _dir: dir,
+        }
+    })
+}
+
+fn identity_apply(r: &ApplyRoot) {
+    let _ = std::fs::remove_file(&r.out);
+    cook::apply(
+        &r.root,
+        &r.manifest,
+        &r.schema,
+        "levels/big.world.json",
+        &r.out,
+        Hooks::default(),
+    )
+    .unwrap();
+}
+
+fn benches_restore(c: &mut Criterion) {
+    let fx = fixture();
+    let mut g = c.benchmark_group("restore_100k");
+    g.sample_size(10).throughput(Throughput::Elements(N as u64));
+    g.bench_function("restore_world", |b| {
+        b.iter_batched(
+            fresh,
+            |w| restore(black_box(&fx.bytes), w),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("typed_parse_fixup", |b| {
+        b.iter(|| typed_parse_fixup(black_box(&fx.bytes)))
+    });
+    g.finish();
+    let mut g = c.benchmark_group("save_100k");
+    g.sample_size(10).throughput(Throughput::Elements(N as u64));
+    g.bench_function("save_world", |b| b.iter(|| save(black_box(fx))));
+    g.bench_function("typed_to_writer", |b| b.iter(|| to_writer(black_box(fx))));
+    g.bench_function("typed_to_writer_pretty", |b| {
+        b.iter(|| to_writer_pretty(black_box(fx)))
+    });
+    g.finish();
+    let r = apply_root();
+    let mut g = c.benchmark_group("apply_10mb");
+    g.sample_size(10)
+        .throughput(Throughput::Bytes(r.world_bytes as u64));
+    g.bench_function("identity_apply", |b| b.iter(|| identity_apply(r)));
+    g.finish();
+}
+
+criterion_group!(benches, benches_restore);
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ratio_median(a: &[Duration], b: &[Duration]) -> f64 {
+    let mut r: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
+        .collect();
+    r.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    r[r.len() / 2]
+}
+
+fn interleaved(rounds: usize) {
+    let fx = fixture();
+    let r = apply_root();
+    println!(
+        "record {} bytes, {} entities; apply world {} bytes",
+        fx.bytes.len(),
+        N,
+        r.world_bytes
+    );
+    let (mut ours, mut base, mut sv, mut tw, mut ap) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut twp = vec![];
+    if std::env::var_os("LUDUS_CONTENT_ONLY_APPLY").is_some() {
+        for _ in 0..rounds {
+            let t = Instant::now();
+            identity_apply(r);
+            ap.push(t.elapsed());
+        }
+        println!("identity_apply {:?}", median(&mut ap));
+        return;
+    }
+    for round in 0..rounds {
+        let time_restore = || {
+            let w = fresh();
+            let t = Instant::now();
+            let w = black_box(restore(&fx.bytes, w));
+            let d = t.elapsed();
+            drop(w);
+            d
+        };
+        let time_base = || {
+            let t = Instant::now();
+            let x = black_box(typed_parse_fixup(&fx.bytes));
+            let d = t.elapsed();
+            drop(x);
+            d
+        };
+        if round % 2 == 0 {
+            ours.push(time_restore());
+            base.push(time_base());
+        } else {
+            base.push(time_base());
+            ours.push(time_restore());
+        }
+        let time_save = || {
+            let t = Instant::now();
+            black_box(save(fx));
+            t.elapsed()
+        };
+        let time_writer = || {
+            let t = Instant::now();
+            black_box(to_writer(fx));
+            t.elapsed()
+        };
+        if round % 2 == 0 {
+            sv.push(time_save());
+            tw.push(time_writer());
+        } else {
+            tw.push(time_writer());
+            sv.push(time_save());
+        }
+        let t = Instant::now();
+        black_box(to_writer_pretty(fx));
+        twp.push(t.elapsed());
+        if std::env::var_os("LUDUS_CONTENT_NO_APPLY").is_none() {
+            let t = Instant::now();
+            identity_apply(r);
+            ap.push(t.elapsed());
+        } else {
+            ap.push(Duration::ZERO);
+        }
+    }
+    println!(
+        "restore_world {:?}  typed_parse_fixup {:?}  ratio (median of rounds) {:.2}",
+        median(&mut ours.clone()),
+        median(&mut base.clone()),
+        ratio_median(&ours, &base)
+    );
+    println!(
+        "save_world {:?}  typed_to_writer {:?}  ratio {:.2}",
+        median(&mut sv.clone()),
+        median(&mut tw.clone()),
+        ratio_median(&sv, &tw)
+    );
+    println!(
+        "typed_to_writer_pretty {:?}  save_world / pretty {:.2}",
+        median(&mut twp.clone()),
+        ratio_median(&sv, &twp)
+    );
+    println!(
+        "compact {} bytes, pretty {} bytes",
+        to_writer(fx).len(),
+        to_writer_pretty(fx).len()
+    );
+    println!("identity_apply {:?}", median(&mut ap));
+}
+
+fn main() {
+    if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
+        interleaved(rounds);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,415 @@
+//! Level files (seed 004): `ludus.level` version 1 — per entity its UUID, name, parent UUID
+//! and components; never a handle or a subsystem id.
+//!
+//! ```json
+//! {
+//!   "format": "ludus.level",
+//!   "version": 1,
+//!   "entities": [
+//!     { "uuid": "0190a5c2-7b1e-7c3d-9e4f-5a6b7c8d9e0f", "name": "room", "parent": "",
+//!       "components": {} },
+//!     { "uuid": "5d1f0e7a-93c2-4b8e-a4f6-1e2d3c4b5a69", "name": "door",
+//!       "parent": "0190a5c2-7b1e-7c3d-9e4f-5a6b7c8d9e0f", "components": { "pos": { "x": 1 } } }
+//!   ]
+//! }
+//! ```
+//!
+//! UUIDs follow the level-file policy ([`UuidPolicy::LevelFile`]: versions 1–8, RFC variant,
+//! never nil). A second entity with a UUID already in the file is refused, as is a parent that
+//! is not in the file or a parent chain that loops; a parent may come later in the file.
+//! Entity-typed component properties hold a UUID of the file (`""`: no target).
+//! [`restore_level`] builds the entities, their components, names and hierarchy with the
+//! World-record engine (all or nothing), children in file order.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::error::{index, key, Fault, Located, Shape, Step};
+use super::json::{self, Object};
+use super::mapping::{component_index, RecordList};
+use super::plan::Plan;
+use super::record::{is_component_name, Components};
+use super::restore::{apply_plan, unresolved, RestoreError, RestoreErrorKind, Restored};
+use crate::identity::{InstanceId, UuidError, UuidPolicy};
+use crate::world::DurableOps;
+
+/// The `format` member of a level file.
+pub const LEVEL_FORMAT: &str = "ludus.level";
+/// The one level-file version this crate reads.
+pub const LEVEL_VERSION: u64 = 1;
+
+/// A level file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LevelFile {
+    /// The entities, in file order.
+    pub entities: Vec<LevelEntity>,
+}
+
+/// One entity of a level file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelEntity {
+    /// Its persistent id (level-file policy).
+    pub uuid: Uuid,
+    /// Its display name.
+    pub name: String,
+    /// Its parent's UUID; `None` (written `""`) for a root.
+    pub parent: Option<Uuid>,
+    /// Its components; entity-typed properties hold a UUID of the file, `""` for none.
+    pub components: Components,
+}
+
+/// Why bytes are not a valid level file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LevelErrorKind {
+    /// Syntax, duplicate, unknown or missing members, or a wrong JSON type.
+    #[error(transparent)]
+    Shape(#[from] Shape),
+    /// `format` is not `ludus.level`.
+    #[error("unsupported level format {found} (expected \"{LEVEL_FORMAT}\")")]
+    UnsupportedFormat {
+        /// The `format` value, as JSON text.
+        found: String,
+    },
+    /// `version` is not 1.
+    #[error("unsupported level version {found} (expected {LEVEL_VERSION})")]
+    UnsupportedVersion {
+        /// The `version` value, as JSON text.
+        found: String,
+    },
+    /// A UUID is not canonical text of the level-file policy.
+    #[error("invalid uuid {text:?}: {reason}")]
+    InvalidUuid {
+        /// The text.
+        text: String,
+        /// Why.
+        reason: UuidError,
+    },
+    /// A second entity with a UUID already in the file.
+    #[error("uuid {uuid} is inserted twice")]
+    RepeatedUuid {
+        /// The UUID.
+        uuid: String,
+    },
+    /// A component name breaks the legacy-id rule.
+    #[error("invalid component name {name:?} (1-64 ASCII letters, digits, `_ - . :`)")]
+    InvalidComponentName {
+        /// The name.
+        name: String,
+    },
+    /// A parent UUID that no entity of the file has.
+    #[error("parent {uuid} is not in the file")]
+    UnresolvedParent {
+        /// The UUID.
+        uuid: String,
+    },
+    /// The parent chain from this entity loops.
+    #[error("parent links form a cycle")]
+    ParentCycle,
+}
+
+/// A rejected level file: file, position and [`LevelErrorKind`].
+pub type LevelError = Located<LevelErrorKind>;
+
+type R<T> = Result<T, Fault<LevelErrorKind>>;
+
+impl LevelFile {
+    /// Reads a level file.
+    ///
+    /// # Errors
+    /// [`LevelError`]: the first rule broken, with its line and column in `bytes`.
+    pub fn from_slice(file: &Path, bytes: &[u8]) -> Result<Self, LevelError> {
+        let value = json::parse_located(file, bytes)?;
+        decode(value).map_err(|f| f.locate(file, bytes))
+    }
+
+    /// Checks the rules on an in-memory level (UUIDs under the policy and unique, component
+    /// names, parents in the file, no cycle).
+    ///
+    /// # Errors
+    /// The first broken rule, with the path of the offending value.
+    pub fn check(&self) -> R<()> {
+        let mut at_index: HashMap<Uuid, usize> = HashMap::with_capacity(self.entities.len());
+        for (i, e) in self.entities.iter().enumerate() {
+            let at = entity_path(i);
+            check_uuid(e.uuid, &key(&at, "uuid"))?;
+            if at_index.insert(e.uuid, i).is_some() {
+                return Err(Fault::new(
+                    LevelErrorKind::RepeatedUuid {
+                        uuid: e.uuid.to_string(),
+                    },
+                    &key(&at, "uuid"),
+                ));
+            }
+            if let Some(name) = e.components.keys().find(|n| !is_component_name(n)) {
+                return Err(Fault::new(
+                    LevelErrorKind::InvalidComponentName { name: name.clone() },
+                    &key(&key(&at, "components"), name),
+                ));
+            }
+        }
+        let parents = self.parent_indices(&at_index)?;
+        // Cycle check: walk each chain once; `state` 1 = on the current walk, 2 = known good.
+        let mut state = vec![0u8; parents.len()];
+        for start in 0..parents.len() {
+            let mut walk = Vec::new();
+            let mut at = Some(start);
+            while let Some(i) = at {
+                match state[i] {
+                    2 => break,
+                    // `i` is on the loop: report the link that closes it.
+                    1 => {
+                        return Err(Fault::new(
+                            LevelErrorKind::ParentCycle,
+                            &key(&entity_path(i), "parent"),
+                        ))
+                    }
+                    _ => {}
+                }
+                state[i] = 1;
+                walk.push(i);
+                at = parents[i];
+            }
+            for i in walk {
+                state[i] = 2;
+            }
+        }
+        Ok(())
+    }
+
+    fn parent_indices(&self, at_index: &HashMap<Uuid, usize>) -> R<Vec<Option<usize>>> {
+        self.entities
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e.parent {
+                None => Ok(None),
+                Some(p) => at_index.get(&p).copied().map(Some).ok_or_else(|| {
+                    Fault::new(
+                        LevelErrorKind::UnresolvedParent {
+                            uuid: p.to_string(),
+                        },
+                        &key(&entity_path(i), "parent"),
+                    )
+                }),
+            })
+            .collect()
+    }
+
+    /// The canonical bytes of this level (members in a fixed order, names sorted, two-space
+    /// indent, final newline).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            format: &'a str,
+            version: u64,
+            entities: Vec<EntityOut<'a>>,
+        }
+        #[derive(Serialize)]
+        struct EntityOut<'a> {
+            uuid: String,
+            name: &'a str,
+            parent: String,
+            components: &'a Components,
+        }
+        let out = Out {
+            format: LEVEL_FORMAT,
+            version: LEVEL_VERSION,
+            entities: self
+                .entities
+                .iter()
+                .map(|e| EntityOut {
+                    uuid: e.uuid.to_string(),
+                    name: &e.name,
+                    parent: e.parent.map(|p| p.to_string()).unwrap_or_default(),
+                    components: &e.components,
+                })
+                .collect(),
+        };
+        let mut bytes = Vec::with_capacity(4096);
+        // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
+        let _ = serde_json::to_writer_pretty(&mut bytes, &out);
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+fn entity_path(i: usize) -> Vec<Step> {
+    index(&[Step::Key("entities".into())], i)
+}
+
+fn check_uuid(uuid: Uuid, at: &[Step]) -> R<()> {
+    UuidPolicy::LevelFile
+        .check(uuid)
+        .map(|_| ())
+        .map_err(|reason| {
+            Fault::new(
+                LevelErrorKind::InvalidUuid {
+                    text: uuid.to_string(),
+                    reason,
+                },
+                at,
+            )
+        })
+}
+
+fn parse_uuid_text(text: String, at: &[Step]) -> R<Uuid> {
+    UuidPolicy::LevelFile
+        .parse(&text)
+        .map_err(|reason| Fault::new(LevelErrorKind::InvalidUuid { text, reason }, at))
+}
+
+fn decode(value: Value) -> R<LevelFile> {
+    let root: &[Step] = &[];
+    let mut obj = Object::new(value, root).map_err(Fault::convert)?;
+    match obj.get("format") {
+        Some(Value::String(s)) if s == LEVEL_FORMAT => {}
+        Some(other) => {
+            return Err(Fault::new(
+                LevelErrorKind::UnsupportedFormat {
+                    found: json::text_of(other),
+                },
+                &key(root, "format"),
+            ))
+        }
+        None => return Err(Fault::new(Shape::MissingMember { name: "format" }, root)),
+    }
+    match obj.get("version") {
+        Some(v) if v.as_u64() == Some(LEVEL_VERSION) => {}
+        Some(other) => {
+            return Err(Fault::new(
+                LevelErrorKind::UnsupportedVersion {
+                    found: json::text_of(other),
+                },
+                &key(root, "version"),
+            ))
+        }
+        None => return Err(Fault::new(Shape::MissingMember { name: "version" }, root)),
+    }
+    obj.deny_unknown(&["format", "version", "entities"])
+        .map_err(Fault::convert)?;
+    let entities_at = key(root, "entities");
+    let items = obj
+        .take("entities")
+        .and_then(|v| json::array(v, &entities_at))
+        .map_err(Fault::convert)?;
+    let mut entities = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        entities.push(decode_entity(item, &index(&entities_at, i))?);
+    }
+    let level = LevelFile { entities };
+    level.check()?;
+    Ok(level)
+}
+
+fn string_member(obj: &mut Object<'_>, name: &'static str) -> R<String> {
+    let at = key(obj.path(), name);
+    obj.take(name)
+        .and_then(|v| json::string(v, &at))
+        .map_err(Fault::convert)
+}
+
+fn decode_entity(value: Value, at: &[Step]) -> R<LevelEntity> {
+    let mut obj = Object::new(value, at).map_err(Fault::convert)?;
+    obj.deny_unknown(&["uuid", "name", "parent", "components"])
+        .map_err(Fault::convert)?;
+    let uuid = string_member(&mut obj, "uuid")?;
+    let uuid = parse_uuid_text(uuid, &key(at, "uuid"))?;
+    let name = string_member(&mut obj, "name")?;
+    let parent = string_member(&mut obj, "parent")?;
+    let parent = if parent.is_empty() {
+        None
+    } else {
+        Some(parse_uuid_text(parent, &key(at, "parent"))?)
+    };
+    let c_at = key(at, "components");
+    let value = obj.take("components").map_err(Fault::convert)?;
+    let map = Object::new(value, &c_at).map_err(Fault::convert)?;
+    let mut components = Components::new();
+    for (name, value) in map.into_members() {
+        let p_at = key(&c_at, &name);
+        let props = Object::new(value, &p_at).map_err(Fault::convert)?;
+        components.insert(name, props.into_members().into_iter().collect());
+    }
+    Ok(LevelEntity {
+        uuid,
+        name,
+        parent,
+        components,
+    })
+}
+
+/// Restores a level into `world`: one entity per level entity with its components, name and
+/// parent (children in file order, forward parents included); with `instance`, each entity is
+/// also bound under `PersistentObjectKey(instance, uuid)`, which needs version-4 UUIDs.
+/// All or nothing, as [`restore_world`](super::restore_world).
+///
+/// # Errors
+/// [`RestoreError`]: `Level` for a broken level rule (a parent not in the file, a cycle),
+/// else as [`restore_world`](super::restore_world), plus `Unbindable` for a binding asked of
+/// a UUID that is not version 4; the world is unchanged.
+pub fn restore_level<W: DurableOps>(
+    level: &LevelFile,
+    instance: Option<InstanceId>,
+    world: &mut W,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    level.check().map_err(Fault::convert)?;
+    let mut plan = Plan::new::<W>(level.entities.len());
+    for e in &level.entities {
+        plan.push_entity(e.uuid, &e.name);
+    }
+    // Unique by `check`.
+    let unique = plan.seal();
+    debug_assert!(unique);
+    for (i, e) in level.entities.iter().enumerate() {
+        plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p));
+        for (name, props) in &e.components {
+            let at = key(&key(&entity_path(i), "components"), name);
+            let Some(k) = component_index::<W>(name) else {
+                return Err(Fault::new(
+                    RestoreErrorKind::UnknownComponent { name: name.clone() },
+                    &at,
+                ));
+            };
+            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+                .map_err(|message| {
+                    Fault::new(
+                        RestoreErrorKind::Component {
+                            component: name.clone(),
+                            message,
+                        },
+                        &at,
+                    )
+                })?;
+        }
+    }
+    plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
+    apply_plan(&plan, world, instance, None)
+}
+
+/// [`restore_level`] from the bytes of a level file, every rejection located in them.
+///
+/// # Errors
+/// [`Located`] [`RestoreErrorKind`]; the world is unchanged.
+pub fn restore_level_from_slice<W: DurableOps>(
+    file: &Path,
+    bytes: &[u8],
+    instance: Option<InstanceId>,
+    world: &mut W,
+) -> Result<Restored, Located<RestoreErrorKind>>
+where
+    W::Components: RecordList,
+{
+    let level = LevelFile::from_slice(file, bytes).map_err(|e| Located {
+        file: e.file,
+        line: e.line,
+        column: e.column,
+        kind: RestoreErrorKind::Level(e.kind),
+    })?;
+    restore_level(&level, instance, world).map_err(|f| f.locate(file, bytes))
+}

@@ -1,0 +1,236 @@
+//! Two-pass restore of a version-2 World record into a world (seed 000 stage 4).
+//!
+//! `restore_world(record, instance, world)` stages the record ([`Plan`]), resolves every
+//! entity-typed property against the record's own entities (forward references included),
+//! checks the world, then creates one entity per record entity (pass 1, `SourceObjectId →
+//! EntityId`), fills in components with the resolved handles, names (pass 2), and publishes
+//! every binding `PersistentObjectKey(instance, uuid) → entity` in one activation. All or
+//! nothing: see [`plan`](super::plan) for the order and the guarantee.
+
+use std::path::Path;
+
+use super::error::{index, key, Fault, Located, Step};
+use super::level::LevelErrorKind;
+use super::mapping::{component_index, RecordList};
+use super::plan::{FailPoint, Plan, Unresolved};
+use super::record::{RecordErrorKind, WorldV2};
+use crate::identity::{InstanceId, PersistentObjectKey};
+use crate::world::{DurableError, DurableOps, EntityId};
+
+/// Why a document was not restored; the world is unchanged.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RestoreErrorKind {
+    /// The document breaks a rule of its format.
+    #[error(transparent)]
+    Record(#[from] RecordErrorKind),
+    /// The world's roster has no component of this name.
+    #[error("the world has no component named {name:?}")]
+    UnknownComponent {
+        /// The component name.
+        name: String,
+    },
+    /// The properties do not decode into the component's type (a property the type lacks, a
+    /// missing or mistyped one, an entity reference that is no UUID text).
+    #[error("component {component:?}: {message}")]
+    Component {
+        /// The component name.
+        component: String,
+        /// serde's description.
+        message: String,
+    },
+    /// An entity-typed property names a UUID that is not one of the document's entities.
+    #[error("component {component:?}: unresolved reference to {uuid}")]
+    UnresolvedReference {
+        /// The component holding the link.
+        component: String,
+        /// The target.
+        uuid: String,
+    },
+    /// The level file breaks a level-file rule (a parent not in the file, a cycle, a UUID
+    /// outside the policy or inserted twice, ...).
+    #[error(transparent)]
+    Level(#[from] LevelErrorKind),
+    /// The key is already bound in the world (another restore of the same instance, say).
+    #[error("identity {key} is already bound in the world")]
+    DuplicateIdentity {
+        /// The key.
+        key: PersistentObjectKey,
+    },
+    /// A binding was asked for, but the entity's UUID is not version 4 (binding keys are).
+    #[error("uuid {uuid} cannot be bound (binding keys are version-4 UUIDs)")]
+    Unbindable {
+        /// The UUID.
+        uuid: String,
+    },
+    /// The world refused: not durable, not in the structural phase, capacity, sequence,
+    /// revision, name or binding budgets.
+    #[error(transparent)]
+    World(#[from] DurableError),
+}
+
+/// A refused restore: the kind and the path of the offending value in the document (empty
+/// for a refusal of the world as a whole).
+pub type RestoreError = Fault<RestoreErrorKind>;
+
+/// What a restore created: one live handle per document entity, in document order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// `entities[i]` is the entity of the document's `i`-th entity.
+    pub entities: Vec<EntityId>,
+}
+
+fn entity_path(i: usize) -> Vec<Step> {
+    index(&[Step::Key("entities".into())], i)
+}
+
+/// Stages a version-2 record for `W` (decode and resolve; no world touched).
+pub(crate) fn plan_record<W: DurableOps>(record: &WorldV2) -> Result<Plan, RestoreError>
+where
+    W::Components: RecordList,
+{
+    record.check().map_err(Fault::convert)?;
+    let mut plan = Plan::new::<W>(record.entities.len());
+    for e in &record.entities {
+        plan.push_entity(e.uuid.as_uuid(), &e.name);
+    }
+    // Unique by `check`.
+    let unique = plan.seal();
+    debug_assert!(unique);
+    for (i, e) in record.entities.iter().enumerate() {
+        for (name, props) in &e.components {
+            let at = key(&key(&entity_path(i), "components"), name);
+            let Some(k) = component_index::<W>(name) else {
+                return Err(Fault::new(
+                    RestoreErrorKind::UnknownComponent { name: name.clone() },
+                    &at,
+                ));
+            };
+            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+                .map_err(|message| {
+                    Fault::new(
+                        RestoreErrorKind::Component {
+                            component: name.clone(),
+                            message,
+                        },
+                        &at,
+                    )
+                })?;
+        }
+    }
+    plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
+    Ok(plan)
+}
+
+pub(crate) fn unresolved<W: DurableOps>(u: &Unresolved) -> RestoreError {
+    let component = W::NAMES[u.component].to_owned();
+    let at = key(&key(&entity_path(u.entity), "components"), &component);
+    Fault::new(
+        RestoreErrorKind::UnresolvedReference {
+            component,
+            uuid: u.uuid.to_string(),
+        },
+        &at,
+    )
+}
+
+/// Applies a plan, turning a plan-entity index into the path of its `uuid`.
+pub(crate) fn apply_plan<W: DurableOps>(
+    plan: &Plan,
+    world: &mut W,
+    instance: Option<InstanceId>,
+    fail: Option<FailPoint>,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    plan.apply(world, instance, fail)
+        .map(|entities| Restored { entities })
+        .map_err(|(at, kind)| match at {
+            Some(i) => Fault::new(kind, &key(&entity_path(i), "uuid")),
+            None => Fault::new(kind, &[]),
+        })
+}
+
+/// Restores a version-2 World record into `world`, binding each entity under
+/// `PersistentObjectKey(instance, uuid)` (module docs).
+///
+/// The world must be durable (`try_new_durable`) and in the structural phase; its roster's
+/// field names are the record's component names.
+///
+/// # Errors
+/// [`RestoreError`]: the first rule broken, with the path of the offending value; the world
+/// is unchanged.
+pub fn restore_world<W: DurableOps>(
+    record: &WorldV2,
+    instance: InstanceId,
+    world: &mut W,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    let plan = plan_record::<W>(record)?;
+    apply_plan(&plan, world, Some(instance), None)
+}
+
+/// [`restore_world`] from the bytes of a record, every rejection located in them (file, line,
+/// column).
+///
+/// The bytes are read in one streaming pass straight into the restore's staging (no
+/// `serde_json::Value` tree of the whole record); only a refused record is read a second time,
+/// by the tree reader, to name the first broken rule and its position. Both readers accept
+/// the same records and stage the same values.
+///
+/// # Errors
+/// [`Located`] [`RestoreErrorKind`]; the world is unchanged.
+pub fn restore_world_from_slice<W: DurableOps>(
+    file: &Path,
+    bytes: &[u8],
+    instance: InstanceId,
+    world: &mut W,
+) -> Result<Restored, Located<RestoreErrorKind>>
+where
+    W::Components: RecordList,
+{
+    if let Some(mut plan) = super::stream::plan_bytes::<W>(bytes) {
+        if plan.resolve::<W>().is_ok() {
+            return apply_plan(&plan, world, Some(instance), None)
+                .map_err(|f| f.locate(file, bytes));
+        }
+    }
+    // Refused (or declined): the tree reader names the first broken rule and its position.
+    let record = WorldV2::from_slice(file, bytes).map_err(|e| Located {
+        file: e.file,
+        line: e.line,
+        column: e.column,
+        kind: RestoreErrorKind::Record(e.kind),
+    })?;
+    restore_world(&record, instance, world).map_err(|f| f.locate(file, bytes))
+}
+
+/// [`restore_world`] failing on purpose at `fail` (after every check passed), to exercise the
+/// rollback. Test seam (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn restore_world_failing<W: DurableOps>(
+    record: &WorldV2,
+    instance: InstanceId,
+    world: &mut W,
+    fail: FailPoint,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    let plan = plan_record::<W>(record)?;
+    apply_plan(&plan, world, Some(instance), Some(fail))
+}
+
+/// Whether the streaming reader (not the tree reader) stages `bytes` for `W`. Test seam
+/// (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn streams<W: DurableOps>(bytes: &[u8]) -> bool
+where
+    W::Components: RecordList,
+{
+    super::stream::plan_bytes::<W>(bytes).is_some()
+}
