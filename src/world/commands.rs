@@ -143,6 +143,8 @@ impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BundleLayout {
     stamp: u64,
+    /// The registry that issued the stamp: only its pools take it.
+    owner: OwnerToken,
     first: Option<Option<u64>>,
 }
 
@@ -155,7 +157,7 @@ impl BundleLayout {
         pool: &mut super::ComponentPool<T, A>,
         class: Option<u64>,
     ) {
-        if self.stamp == 0 {
+        if self.stamp == 0 || pool.owner() != self.owner {
             return;
         }
         let first = *self.first.get_or_insert(class);
@@ -708,6 +710,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         self.created.clear();
         let mut layout = BundleLayout {
             stamp: 0,
+            owner: 0,
             first: None,
         };
         for i in 0..self.commands.len() {
@@ -719,13 +722,17 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                         .iter()
                         .take_while(|c| matches!(c, Command::Insert { fresh: true, .. }))
                         .count();
-                    layout = BundleLayout {
-                        stamp: if bundle > 1 {
-                            world.parts().0 .0.fresh_layout()
-                        } else {
-                            0
-                        },
-                        first: None,
+                    layout = {
+                        let registry = &mut world.parts().0 .0;
+                        BundleLayout {
+                            stamp: if bundle > 1 {
+                                registry.fresh_layout()
+                            } else {
+                                0
+                            },
+                            owner: registry.owner(),
+                            first: None,
+                        }
                     };
                     world.create().map(|e| self.created.push(e))
                 }

@@ -25,7 +25,10 @@
 //! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
 //! the *order* fact `sorted`: when set, `keys[..len]` ascend strictly by slot (then the entry
 //! of the `r`-th set bit is at dense index `r`); it may be clear for keys that do ascend.
-//! Neither is trusted for memory safety: a join confirms each index against the key there.
+//! Joins do not trust them for memory safety (a join confirms each index against the key there
+//! or uses ranks, distinct by arithmetic). `destroy` does rely on the bitset being exact (it
+//! skips the pools whose bit is clear, and the release invariant needs every entry removed):
+//! every change goes through [`DenseMut`], whose methods keep it exact.
 //!
 //! Mutation goes through [`DenseMut`], which holds the arrays' pointers and the length in locals
 //! (registers) for a run of changes and writes the length back when dropped: the length is not
@@ -542,7 +545,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 // Every member slot has an entry (bitset invariant); its index is `>= r`
                 // since the entries below `r` hold smaller slots.
                 let Some(d) = self.find_slot(slot) else {
-                    out_of_range(r, self.len)
+                    broken_bitset(slot)
                 };
                 self.swap(r, d);
                 r += 1;
@@ -601,6 +604,14 @@ fn set_bits(bits: &mut [u64], first: usize, count: usize) {
 #[track_caller]
 fn out_of_range(i: usize, len: usize) -> ! {
     panic!("dense index {i} out of range for length {len}")
+}
+
+/// Panics for a member bit without an entry (a broken pool invariant).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn broken_bitset(slot: u32) -> ! {
+    panic!("membership bit of slot {slot} set without an entry")
 }
 
 /// Panics for a batch of fresh slots that does not fit the pool.

@@ -15,7 +15,9 @@
 //! Order: slot order under the bits plan, the dense order of the first pool under the aligned
 //! plan, the smallest pool's dense order under the driver plan; deterministic for a given
 //! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
-//! safety: every yielded index is confirmed against the key stored at it.
+//! safety: every yielded index is confirmed against the key stored at it or is a rank (distinct
+//! bits of a word give distinct ranks), and a join never mixes the two ways (a join partly
+//! consumed with `next` keeps its way in `fold`).
 
 use super::dense::{Index, WORD_BITS};
 use super::query::sealed::Sealed;
@@ -267,8 +269,8 @@ macro_rules! tuple_join {
                 owner: OwnerToken,
                 i: usize,
             ) -> (EntityId, ($(<$c as Sealed>::Item,)+)) {
-                // SAFETY: `i < end <= len` of every column (aligned plans have only required
-                // columns of equal length); each `i` once (caller).
+                // SAFETY: `i < end`, the shortest column's length (aligned plans have only
+                // required columns); each `i` once (caller).
                 let key = unsafe { *columns.0.index().keys.get_unchecked(i) };
                 // SAFETY: as above.
                 let items = unsafe { ($(columns.$i.fetch(i),)+) };
@@ -370,7 +372,7 @@ macro_rules! tuple_join {
                         let holds = if live && RANK && ix.order.sorted {
                             at < ix.keys.len()
                         } else if live {
-                            ix.keys.get(at).is_some_and(|k| k.slot() == key.slot())
+                            ix.keys.get(at).is_some_and(|k| k.slot() as usize == slot)
                         } else {
                             ix.keys.get(at) == Some(&key)
                         };
@@ -669,7 +671,11 @@ macro_rules! tuple_join {
                         }
                     }
                     Plan::Bits => {
-                        let rank = self.sorted && (NATIVE_RANK || has_popcnt());
+                        // One way to find indices per join: a join `next` already advanced
+                        // keeps `next`'s (rank only where it is native), so the indices of the
+                        // two parts cannot meet.
+                        let fresh = self.next == 0 && self.matches == 0;
+                        let rank = self.sorted && (NATIVE_RANK || (fresh && has_popcnt()));
                         acc = match (rank, self.live) {
                             // SAFETY: the CPU has the instruction (`has_popcnt`).
                             (true, _) if !NATIVE_RANK => unsafe { self.fold_bits_popcnt(acc, f) },

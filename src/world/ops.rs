@@ -119,12 +119,11 @@ pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
     Ok(())
 }
 
-/// [`WorldOps::destroy`] for a caller that checked that the world's pools are exactly those
-/// bound to its registry, that its durable part is the registry's, and that `entity` is not
-/// protected (a commit, once per batch); the entity's liveness and budget are still checked.
+/// [`WorldOps::destroy`] for a caller that checked that `entity` is not protected (a commit's
+/// preflight); liveness, budget and the roster are still checked.
 ///
 /// # Errors
-/// `InvalidPhase`, `Rejected`, `RevisionExhausted`; nothing changes.
+/// `InvalidPhase`, `Rejected`, `RevisionExhausted`, `ForeignPool`; nothing changes.
 pub(crate) fn destroy_checked_roster<W: Roster>(
     world: &mut W,
     entity: EntityId,
@@ -132,7 +131,12 @@ pub(crate) fn destroy_checked_roster<W: Roster>(
     let (registry, durable, mut pools) = world.durable_parts();
     let registry = &mut registry.0;
     registry.check_entity_change(entity, W::Components::LEN as u64 + 1)?;
-    debug_assert!(all_bound(registry, &mut pools) && durable.owner() == registry.owner());
+    // Checked again, in release too: a hand-written roster may hand out other pools on this
+    // call than on the commit's, and the release invariant (spawns append without a lookup)
+    // rests on reaching every bound pool. One owner compare per pool.
+    if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool);
+    }
     release::<_, W::Groups, _>(registry, &mut durable.0, &mut pools, entity);
     Ok(())
 }

@@ -153,8 +153,9 @@ macro_rules! tuple_bundle {
                 // SAFETY: forwarded contract; no pool bound to a world's registry holds an
                 // entry for a slot just created in it: a slot never created has none
                 // (provenance invariant of `ComponentPool`), and a reused slot left every pool
-                // bound to the registry at its release (`WorldOps::destroy`, the only release
-                // of a world's registry, checks that it visits all of them).
+                // bound to the registry at its release (a world's registry releases slots only
+                // in `WorldOps::destroy` and a commit's `destroy_checked_roster`, which both
+                // check, in release builds, that they visit all of them).
                 $( unsafe { pools.$i.insert_first(entity, self.$i) }; )+
             }
             #[inline(always)]
@@ -357,10 +358,12 @@ where
     };
     if B::LEN > 1 {
         let (registry, mut pools) = world.parts();
-        // The pools just published to (taking them cannot fail now; if it did, the stamps
-        // stay 0, which shares nothing).
+        // The pools just published to, when the roster hands out the same ones again (a
+        // hand-written roster might not: then the stamps stay 0, which shares nothing).
         if let Ok(mut bundle_pools) = B::take(&mut pools) {
-            B::relayout(&mut bundle_pools, before, registry.0.fresh_layout());
+            if B::owned_by(&bundle_pools, registry.owner()) {
+                B::relayout(&mut bundle_pools, before, registry.0.fresh_layout());
+            }
         }
     }
     let owner = world.parts_ref().0.owner();
