@@ -16,6 +16,7 @@ use ludus::identity::{
 };
 use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
 use ludus::prelude::*;
+use ludus::world::{opt, without};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
@@ -389,6 +390,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drift(&mut game)
     });
     println!("  drift moved {moved} entities");
+    let still = join((&game.position, without(&game.health)));
+    let plan = still.plan();
+    println!(
+        "  join with an exclusion: {} positioned entities have no health ({plan:?} plan)",
+        still.count()
+    );
+    let weak = join((&game.position, opt(&game.health)))
+        .filter(|(_, (_, h))| h.is_some_and(|h| h.0 < 3))
+        .count();
+    println!("  join with an optional column: {weak} positioned entities have under 3 health");
     timed(
         "damage system: record destroys of the dead",
         || -> Result<(), Box<dyn std::error::Error>> {
