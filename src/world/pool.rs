@@ -15,8 +15,8 @@ use crate::identity::OwnerToken;
 ///
 /// Sized to the registry's capacity at init; insert and remove allocate nothing. Dense order is
 /// insertion order, changed only by swap removal (the last element moves into the hole), by
-/// large removal batches (which compact, keeping the survivors' order) and by owned groups
-/// (which swap members to the front).
+/// large removal batches (which compact, keeping the survivors' order), by owned groups
+/// (which swap members to the front) and by [`sort_by_slot`](Self::sort_by_slot).
 ///
 /// A pool answers for the entries it holds: `get` validates a handle against the stored key
 /// (slot, generation and the pool's owner token), not against the registry. A standalone pool
