@@ -58,6 +58,8 @@ enum Op {
     Remove(u8, usize),
     /// `sort_by_slot` of c, d or e.
     Sort(u8),
+    /// `WorldOps::sort_pools`: every ungrouped pool, shared stamps renamed together.
+    SortAll,
     /// Bump every value of c through a join (checks `&mut` yields write where they should).
     Bump(u32),
     /// One commit of a `CommandBuffer`: destroys of the picked handles, then spawns of
@@ -75,6 +77,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0u8..5, any::<usize>(), any::<u32>()).prop_map(|(k, i, v)| Op::Insert(k, i, v)),
         3 => (0u8..5, any::<usize>()).prop_map(|(k, i)| Op::Remove(k, i)),
         1 => (2u8..5).prop_map(Op::Sort),
+        1 => Just(Op::SortAll),
         1 => any::<u32>().prop_map(Op::Bump),
         2 => (proptest::collection::vec(any::<usize>(), 0..6), 0u8..6, 0u8..3, any::<u32>())
             .prop_map(|(d, n, g, v)| Op::Commit(d, n, g, v)),
@@ -271,6 +274,10 @@ fn run(ops: Vec<Op>) {
                     assert_eq!(w.get::<D>(*e).map(|d| d.0), row[3]);
                     assert_eq!(w.get::<E>(*e).map(|x| x.0), row[4]);
                 }
+            }
+            Op::SortAll => {
+                w.sort_pools();
+                assert!(w.c.is_slot_sorted() && w.d.is_slot_sorted() && w.e.is_slot_sorted());
             }
             Op::Bump(v) => {
                 join((&mut w.c, &w.d)).for_each(|(_, (c, d))| c.0 = c.0.wrapping_add(d.0 ^ v));
@@ -477,8 +484,13 @@ fn every_plan_agrees_with_the_model() {
     for &e in out.iter().step_by(7) {
         w.destroy(e).unwrap();
     }
-    // The same swap removal in each pool: still aligned.
+    // The same swap removal in each pool: still aligned; sorting them all keeps them aligned.
     assert_eq!(join((&w.c, &w.d, &w.e)).plan(), JoinPlan::Aligned);
+    assert!(!w.c.is_slot_sorted());
+    assert_eq!(w.sort_pools(), 3);
+    assert!(w.c.is_slot_sorted() && w.d.is_slot_sorted() && w.e.is_slot_sorted());
+    assert_eq!(join((&w.c, &w.d, &w.e)).plan(), JoinPlan::Aligned);
+    assert_eq!(w.sort_pools(), 0);
     let left = join((&w.c, &w.d, &w.e)).count();
     assert_eq!(left, n - out.iter().step_by(7).count());
     let keep = out[n / 3 + 2 - (n / 3 + 2) % 7 + 1];
@@ -490,16 +502,19 @@ fn every_plan_agrees_with_the_model() {
     let j = join((&w.c, &w.d));
     assert_eq!(j.plan(), JoinPlan::Driver);
     assert_eq!(j.map(|(e, _)| e).collect::<Vec<_>>(), vec![keep]);
-    // Unsorted, and every row of the smallest required pool matches: it drives.
-    let j = join((&w.c, without(&w.d)));
-    assert_eq!(j.plan(), JoinPlan::Driver);
-    assert_eq!(j.count(), left - 1);
-    assert!(!w.c.is_slot_sorted());
-    assert!(w.c.sort_by_slot() && w.c.is_slot_sorted());
-    // Sorted: the bits plan finds each row by rank.
+    // Sorted (by `sort_pools` above): the bits plan finds each row by rank.
     let j = join((&w.c, without(&w.d)));
     assert_eq!(j.plan(), JoinPlan::Bits);
     assert_eq!(j.count(), left - 1);
+    // Unsorted, and every row of the smallest required pool matches: it drives.
+    assert_ne!(out[1], keep);
+    w.destroy(out[1]).unwrap();
+    let left = left - 1;
+    assert!(!w.c.is_slot_sorted());
+    let j = join((&w.c, without(&w.d)));
+    assert_eq!(j.plan(), JoinPlan::Driver);
+    assert_eq!(j.count(), left - 1);
+    assert!(w.c.sort_by_slot() && w.c.is_slot_sorted());
     let mut seen: Vec<EntityId> = join((&w.c, &w.e)).map(|(e, _)| e).collect();
     assert_eq!(seen.len(), left);
     seen.sort();

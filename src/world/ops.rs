@@ -228,6 +228,47 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     }
 }
 
+/// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep
+/// stamp 0, which shares nothing).
+const SORT_STAMPS: usize = 16;
+
+/// Sorts every ungrouped pool by slot, renaming shared stamps consistently.
+struct SortAll<'r, W: Roster> {
+    registry: &'r mut EntityRegistry<W::Alloc>,
+    /// Old stamp → new stamp, for the stamps seen so far.
+    renamed: [(u64, u64); SORT_STAMPS],
+    sorted: usize,
+    _world: PhantomData<W>,
+}
+
+impl<W: Roster> PoolVisitor<W::Alloc> for SortAll<'_, W> {
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, W::Alloc>) {
+        if grouped::<W, T>() || pool.is_slot_sorted() {
+            // A group's order is the group's; a sorted pool is left as it is, and so are the
+            // pools sharing its stamp (equal keys: sorted too).
+            return;
+        }
+        let old = pool.layout();
+        pool.sort_by_slot();
+        self.sorted += 1;
+        if old == 0 || pool.owner() != self.registry.owner() {
+            return;
+        }
+        // Pools that shared `old` held equal keys and sorted to equal keys: they share `new`.
+        let new = match self.renamed.iter().find(|(o, _)| *o == old) {
+            Some(&(_, new)) => new,
+            None => match self.renamed.iter_mut().find(|(o, _)| *o == 0) {
+                Some(free) => {
+                    *free = (old, self.registry.fresh_layout());
+                    free.1
+                }
+                None => 0,
+            },
+        };
+        pool.set_layout(new);
+    }
+}
+
 /// Checks that every pool can be bound to a registry of `capacity`: unbound and empty.
 struct Bindable {
     capacity: usize,
@@ -672,6 +713,24 @@ pub trait WorldOps: Roster {
         let registry = &mut self.parts().0 .0;
         registry.check_phase()?;
         Ok(registry.clear_pending_marks())
+    }
+
+    /// Puts every pool outside an owned group in ascending slot order
+    /// ([`ComponentPool::sort_by_slot`]: `O(len)` swaps each, no allocation) and returns how
+    /// many it reordered. Joins then find rows by rank again, after churn has scattered the
+    /// dense orders; pools that shared a layout stamp share a fresh one (the same keys sort
+    /// alike), so aligned joins stay aligned. Not a membership change: allowed in every phase,
+    /// handles stay valid.
+    fn sort_pools(&mut self) -> usize {
+        let (registry, mut pools) = self.parts();
+        let mut sort = SortAll::<Self> {
+            registry: &mut registry.0,
+            renamed: [(0, 0); SORT_STAMPS],
+            sorted: 0,
+            _world: PhantomData,
+        };
+        pools.visit(&mut sort);
+        sort.sorted
     }
 
     /// Checks every owned group's invariant (O(n)); for tests and debugging.

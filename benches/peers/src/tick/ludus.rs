@@ -1,8 +1,9 @@
 //! ludus: no group: every particle is spawned with one bundle holding position, velocity and
 //! lifetime, so those three pools share a layout stamp and `movement` is an aligned join (a
-//! zip of the dense slices, kept through destroys); a bits-plan join for `swirl`, the lifetime pool's values with their owners for `age`, a `CommandBuffer` for
-//! expiry and replacement (one `spawn` command per bundle, the commit reusing the slots its
-//! destroys free), `pool.get` for the tracked handles.
+//! zip of the dense slices, kept through destroys); a bits-plan join for `swirl`, the lifetime
+//! pool's values with their owners for `age`, a `CommandBuffer` for expiry and replacement (one `spawn` command per bundle, the commit reusing the slots its
+//! destroys free; every 16 ticks `sort_pools` puts the pools back in slot order), `pool.get`
+//! for the tracked handles.
 
 #![allow(missing_docs)] // the `world!` expansion
 
@@ -30,6 +31,7 @@ pub struct Tick {
     tracked: Vec<EntityId>,
     /// Per slot: the replacement of the entity there that expired last.
     replaced: Vec<EntityId>,
+    ticks: u64,
     /// The trackers' sum over the last tick.
     pub sum: u64,
 }
@@ -79,6 +81,11 @@ impl Tick {
         for &(slot, p) in &self.spawned {
             self.replaced[slot as usize] = self.cmd.resolve(p).unwrap();
         }
+        // Every 16 ticks, undo the shuffle of swap removals: joins find rows by rank again.
+        self.ticks += 1;
+        if self.ticks.is_multiple_of(16) {
+            w.sort_pools();
+        }
     }
     /// `track`.
     pub fn track(&mut self) {
@@ -114,6 +121,7 @@ impl Workload for Tick {
             spawned: Vec::new(),
             tracked,
             replaced: vec![EntityId::NULL; PARTICLES],
+            ticks: 0,
             sum: 0,
         }
     }
