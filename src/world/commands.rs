@@ -61,7 +61,11 @@ enum Subject {
 
 #[derive(Debug, Clone, Copy)]
 enum Command {
-    Create,
+    /// `bundle`: the number of fresh inserts recorded right after it by
+    /// [`CommandBuffer::spawn`] (0 for [`CommandBuffer::create`]).
+    Create {
+        bundle: u32,
+    },
     Destroy(EntityId),
     Insert {
         subject: Subject,
@@ -458,9 +462,14 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// # Errors
     /// [`CommandError::BufferFull`].
     pub fn create(&mut self) -> Result<Provisional, CommandError> {
+        self.create_bundle(0)
+    }
+
+    /// Records a create followed by `bundle` fresh inserts (the caller records them).
+    fn create_bundle(&mut self, bundle: u32) -> Result<Provisional, CommandError> {
         self.room(0)?;
         let index = self.creates;
-        self.commands.push(Command::Create);
+        self.commands.push(Command::Create { bundle });
         self.creates += 1;
         Ok(Provisional {
             buffer: self.token,
@@ -497,7 +506,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             });
         }
         self.room(T::BYTES)?;
-        let p = self.create()?;
+        let p = self.create_bundle(T::LEN as u32)?;
         let (commands, store) = (&mut self.commands, &mut self.bytes);
         bundle.record(|component, bytes| {
             let offset = store.len() as u32;
@@ -642,7 +651,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         let mut short = false;
         for c in &self.commands {
             match *c {
-                Command::Create => {
+                Command::Create { .. } => {
                     revisions += 1;
                     short |= free == 0;
                     free = free.saturating_sub(1);
@@ -715,13 +724,9 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         };
         for i in 0..self.commands.len() {
             let applied = match self.commands[i] {
-                Command::Create => {
+                Command::Create { bundle } => {
                     // A bundle's pools that were equal before its inserts share a fresh stamp
                     // after them, as with `spawn` (the layout invariant of `ComponentPool`).
-                    let bundle = self.commands[i + 1..]
-                        .iter()
-                        .take_while(|c| matches!(c, Command::Insert { fresh: true, .. }))
-                        .count();
                     layout = {
                         let registry = &mut world.parts().0 .0;
                         BundleLayout {
@@ -736,9 +741,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     };
                     world.create().map(|e| self.created.push(e))
                 }
-                // The roster and the durable part were checked above, the target's
-                // protection in the preflight.
-                Command::Destroy(e) => ops::destroy_checked_roster(world, e),
+                Command::Destroy(e) => world.destroy(e),
                 Command::Insert {
                     subject,
                     component,

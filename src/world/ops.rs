@@ -119,50 +119,6 @@ pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
     Ok(())
 }
 
-/// [`WorldOps::destroy`] for a caller that checked that `entity` is not protected (a commit's
-/// preflight); liveness, budget and the roster are still checked.
-///
-/// # Errors
-/// `InvalidPhase`, `Rejected`, `RevisionExhausted`, `ForeignPool`; nothing changes.
-pub(crate) fn destroy_checked_roster<W: Roster>(
-    world: &mut W,
-    entity: EntityId,
-) -> Result<(), WorldError> {
-    let (registry, durable, mut pools) = world.durable_parts();
-    let registry = &mut registry.0;
-    registry.check_entity_change(entity, W::Components::LEN as u64 + 1)?;
-    // Checked again, in release too: a hand-written roster may hand out other pools on this
-    // call than on the commit's, and the release invariant (spawns append without a lookup)
-    // rests on reaching every bound pool. One owner compare per pool.
-    if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
-        return Err(WorldError::ForeignPool);
-    }
-    release::<_, W::Groups, _>(registry, &mut durable.0, &mut pools, entity);
-    Ok(())
-}
-
-/// Detaches, removes from every pool and releases `entity` (checked by the caller).
-#[inline(always)]
-fn release<'a, A: Allocator + Clone + 'static, G: GroupList, P: PoolsMutList<'a, A>>(
-    registry: &mut EntityRegistry<A>,
-    durable: &mut super::Durable<A>,
-    pools: &mut P,
-    entity: EntityId,
-) {
-    // Seed 000's destruction order: detach durable bindings, remove components, then
-    // release the slot.
-    durable.detach(registry, entity);
-    if G::LEN > 0 {
-        G::with_all(&mut Repack::<_, A>::unpack(pools, entity));
-    }
-    let mut remove = RemoveAll {
-        key: EntityKey::of(entity),
-        removed: 0,
-    };
-    pools.visit(&mut remove);
-    registry.release_charged(entity, remove.removed);
-}
-
 /// [`WorldOps::remove`] without the compile-time roster bound (commands dispatch by type).
 #[inline(always)]
 pub(crate) fn remove<W: Roster, T: Pod>(
@@ -216,10 +172,8 @@ struct RemoveAll {
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        // Pools the entity is not in cost one bitset word.
-        if !pool.holds_slot(self.key.slot()) {
-            return;
-        }
+        // A pool the entity is not in costs one bitset word (`remove_key` returns before it
+        // touches the keys or the stamp).
         let layout = pool.layout();
         self.removed += u64::from(pool.remove_key(self.key).is_some());
         // Every pool sharing the stamp held equal keys, so the entity at the same index, and
@@ -454,7 +408,18 @@ pub trait WorldOps: Roster {
         if durable.is_protected(entity) {
             return Err(WorldError::Protected);
         }
-        release::<_, Self::Groups, _>(registry, durable, &mut pools, entity);
+        // Seed 000's destruction order: detach durable bindings, remove components, then
+        // release the slot.
+        durable.detach(registry, entity);
+        if Self::Groups::LEN > 0 {
+            Self::Groups::with_all(&mut Repack::<_, Self::Alloc>::unpack(&mut pools, entity));
+        }
+        let mut remove = RemoveAll {
+            key: EntityKey::of(entity),
+            removed: 0,
+        };
+        pools.visit(&mut remove);
+        registry.release_charged(entity, remove.removed);
         Ok(())
     }
 
