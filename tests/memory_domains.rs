@@ -104,6 +104,7 @@ fn gauges_export_every_domain_with_validity() {
     assert_eq!(g["live_bytes"], 64);
     assert_eq!(g["live_blocks"], 1);
     assert_eq!(g["valid"], true);
+    assert_eq!(g["counter_mode"], "sharded");
     assert_eq!(g["tag"], domain_tag("tests/gauges"));
     assert_eq!(g["backend"], Backend::BUILD.name());
     // SAFETY: `p` came from `d` with `l`.

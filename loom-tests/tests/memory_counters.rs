@@ -1,17 +1,17 @@
-//! Domain counters under concurrency, on the crate's real `DomainCounters` through its `sync`
+//! Exact-mode domain counters under concurrency, on the crate's real `DomainCounters` through its `sync`
 //! shim: traffic reconciles at quiescence, high-water is never below the serial maximum, and the
 //! invalid flag stays sticky.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use ludus::memory::{DomainCounters, MemoryUsage};
+use ludus::memory::{CounterMode, DomainCounters, MemoryUsage};
 use ludus_loom_tests::model;
 
 #[test]
 fn concurrent_alloc_free_reconciles_at_quiescence() {
     model(|| {
-        let c = Arc::new(DomainCounters::new());
+        let c = Arc::new(DomainCounters::new(CounterMode::Exact));
         let h = {
             let c = c.clone();
             thread::spawn(move || {
@@ -37,7 +37,7 @@ fn concurrent_alloc_free_reconciles_at_quiescence() {
 #[test]
 fn high_water_is_the_true_maximum_when_nothing_is_freed() {
     loom::model(|| {
-        let c = Arc::new(DomainCounters::new());
+        let c = Arc::new(DomainCounters::new(CounterMode::Exact));
         let hs: Vec<_> = [10usize, 20]
             .into_iter()
             .map(|n| {
@@ -64,6 +64,7 @@ fn invalid_flag_is_sticky_under_races() {
             allocations: u64::MAX,
             allocated_bytes: 1,
             valid: true,
+            mode: CounterMode::Exact,
             ..Default::default()
         }));
         let a = {

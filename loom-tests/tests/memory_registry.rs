@@ -5,7 +5,6 @@
 use loom::sync::Arc;
 use loom::thread;
 use ludus::memory::{DomainRegistry, RegisterError};
-use ludus_loom_tests::model;
 
 /// Two distinct names with equal FNV-1a tags.
 const COLLIDING: (&str, &str) = ("c8906", "cc10a0");

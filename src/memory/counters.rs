@@ -1,4 +1,6 @@
-//! Per-domain counters: relaxed atomics with checked updates and a sticky invalid flag.
+//! Per-domain counters: [`CounterMode::Sharded`] (the default: per-thread shards, see
+//! `shards.rs`) or [`CounterMode::Exact`] (one set of relaxed atomics, described here), both with
+//! checked updates and a sticky invalid flag.
 //!
 //! Every update is one `fetch_add`/`fetch_sub` whose previous value tells whether it wrapped;
 //! a wrap sets `invalid`, which nothing ever clears, so a figure that went out of range can never
@@ -12,19 +14,37 @@
 //! snapshot; a derived figure is clamped at zero rather than reported negative); at quiescence
 //! they are exact.
 
+#[cfg(loom)]
+use super::shards::SlotLease;
+use super::shards::{current_slot, ShardedCounters};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+/// How a domain keeps its figures. Both are exact at quiescence and carry sticky validity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CounterMode {
+    /// Per-thread shards written without lock-prefixed instructions; reads sum them.
+    /// `high_water_bytes` is an upper bound of the true peak (see [`MemoryUsage`]).
+    #[default]
+    Sharded,
+    /// One shared set of atomics: every update is a read-modify-write on a shared cache line
+    /// (threads allocating from one domain serialise on it); `high_water_bytes` is exact.
+    Exact,
+}
 
 /// A domain's figures with their validity. Bytes are requested bytes (not backend usable size).
 ///
 /// A resize is one logical record: it counts in `reallocations`, and its growth (or shrink)
 /// counts in `allocated_bytes` (or `freed_bytes`); block counts do not move.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryUsage {
     /// Requested bytes currently live.
     pub live_bytes: usize,
     /// Nonzero blocks currently live.
     pub live_blocks: usize,
-    /// Highest `live_bytes` ever reached.
+    /// [`Exact`](CounterMode::Exact): the highest `live_bytes` ever reached.
+    /// [`Sharded`](CounterMode::Sharded): an upper bound of it, the sum of each thread slot's
+    /// own highest net bytes; never below the true peak, above it when blocks are freed on other
+    /// threads than the one that allocated them.
     pub high_water_bytes: usize,
     /// Successful nonzero allocations.
     pub allocations: u64,
@@ -40,11 +60,133 @@ pub struct MemoryUsage {
     pub failures: u64,
     /// `false` once any counter overflowed or underflowed; sticky.
     pub valid: bool,
+    /// How the figures were kept (what `high_water_bytes` means).
+    pub mode: CounterMode,
 }
 
-/// The atomic storage behind [`MemoryUsage`].
+/// A domain's counters in either [`CounterMode`].
+///
+/// Figures read while other threads allocate are samples; at quiescence they are exact.
 #[derive(Debug)]
-pub struct DomainCounters {
+pub struct DomainCounters(Counters);
+
+// Inline, not boxed: domains are process-lifetime statics, and a box would put a pointer chase
+// on every allocation. An exact domain carries the unused shard array (~8 KiB).
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Counters {
+    Exact(ExactCounters),
+    Sharded(ShardedCounters),
+}
+
+impl DomainCounters {
+    /// All zero, valid.
+    #[cfg(not(loom))]
+    pub const fn new(mode: CounterMode) -> Self {
+        Self(match mode {
+            CounterMode::Exact => Counters::Exact(ExactCounters::new()),
+            CounterMode::Sharded => Counters::Sharded(ShardedCounters::new()),
+        })
+    }
+
+    /// All zero, valid (loom atomics are not `const`).
+    #[cfg(loom)]
+    pub fn new(mode: CounterMode) -> Self {
+        Self(match mode {
+            CounterMode::Exact => Counters::Exact(ExactCounters::new()),
+            CounterMode::Sharded => Counters::Sharded(ShardedCounters::new()),
+        })
+    }
+
+    /// Counters in `start.mode` starting from injected figures: near-limit tests without
+    /// impossible sizes. `live_blocks` and `allocated_bytes` are derived, so they are not
+    /// injected: they follow from `allocations - frees` and `live_bytes + freed_bytes`.
+    pub fn with_start(start: MemoryUsage) -> Self {
+        Self(match start.mode {
+            CounterMode::Exact => Counters::Exact(ExactCounters::with_start(start)),
+            CounterMode::Sharded => Counters::Sharded(ShardedCounters::with_start(start)),
+        })
+    }
+
+    /// The mode chosen at construction.
+    pub fn mode(&self) -> CounterMode {
+        match self.0 {
+            Counters::Exact(_) => CounterMode::Exact,
+            Counters::Sharded(_) => CounterMode::Sharded,
+        }
+    }
+
+    /// Records a successful nonzero allocation of `size` bytes by the calling thread.
+    #[inline]
+    pub fn on_allocate(&self, size: usize) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_allocate(size),
+            Counters::Sharded(c) => c.on_allocate_at(current_slot(), size),
+        }
+    }
+
+    /// Records a free of a nonzero block of `size` bytes by the calling thread (any thread:
+    /// the domain's totals do not depend on which thread allocated it).
+    #[inline]
+    pub fn on_free(&self, size: usize) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_free(size),
+            Counters::Sharded(c) => c.on_free_at(current_slot(), size),
+        }
+    }
+
+    /// Records a successful resize `old -> new` of one live block (both nonzero).
+    #[inline]
+    pub fn on_resize(&self, old: usize, new: usize) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_resize(old, new),
+            Counters::Sharded(c) => c.on_resize_at(current_slot(), old, new),
+        }
+    }
+
+    /// Records a refused request.
+    #[inline]
+    pub fn on_failure(&self) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_failure(),
+            Counters::Sharded(c) => c.on_failure(),
+        }
+    }
+
+    /// The current figures. Concurrent readers get samples (several fields are not one atomic
+    /// snapshot); at quiescence they are exact. In sharded mode a sample's live figures are
+    /// never negative for a correct caller, and a read that finds a total out of range marks
+    /// the counters invalid for good.
+    pub fn usage(&self) -> MemoryUsage {
+        match &self.0 {
+            Counters::Exact(c) => c.usage(),
+            Counters::Sharded(c) => c.usage(),
+        }
+    }
+
+    /// Loom: an allocation charged to `lease`'s shard (the process's thread registry, which
+    /// picks the slot outside loom, is a `static` that loom cannot model).
+    #[cfg(loom)]
+    pub fn on_allocate_leased(&self, lease: &SlotLease<'_>, size: usize) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_allocate(size),
+            Counters::Sharded(c) => c.on_allocate_at(lease.index(), size),
+        }
+    }
+
+    /// Loom: a free charged to `lease`'s shard.
+    #[cfg(loom)]
+    pub fn on_free_leased(&self, lease: &SlotLease<'_>, size: usize) {
+        match &self.0 {
+            Counters::Exact(c) => c.on_free(size),
+            Counters::Sharded(c) => c.on_free_at(lease.index(), size),
+        }
+    }
+}
+
+/// The exact mode's storage: one relaxed atomic per stored figure.
+#[derive(Debug)]
+struct ExactCounters {
     live_bytes: AtomicUsize,
     high_water: AtomicUsize,
     allocations: AtomicU64,
@@ -60,7 +202,7 @@ pub struct DomainCounters {
 /// them (`with_start` documents how).
 macro_rules! counters_from {
     ($s:expr) => {
-        DomainCounters {
+        ExactCounters {
             live_bytes: AtomicUsize::new($s.live_bytes),
             high_water: AtomicUsize::new($s.high_water_bytes),
             allocations: AtomicU64::new($s.allocations),
@@ -84,9 +226,16 @@ const ZERO: MemoryUsage = MemoryUsage {
     reallocations: 0,
     failures: 0,
     valid: true,
+    mode: CounterMode::Sharded,
 };
 
-impl DomainCounters {
+impl Default for MemoryUsage {
+    fn default() -> Self {
+        ZERO
+    }
+}
+
+impl ExactCounters {
     /// All zero, valid.
     #[cfg(not(loom))]
     pub const fn new() -> Self {
@@ -99,11 +248,7 @@ impl DomainCounters {
         counters_from!(ZERO)
     }
 
-    /// Counters starting from injected figures: near-limit tests without impossible sizes.
-    ///
-    /// `live_blocks` and `allocated_bytes` are derived, so they are not injected: they follow
-    /// from `allocations - frees` and `live_bytes + freed_bytes`.
-    pub fn with_start(start: MemoryUsage) -> Self {
+    fn with_start(start: MemoryUsage) -> Self {
         counters_from!(start)
     }
 
@@ -198,6 +343,7 @@ impl DomainCounters {
             reallocations: self.reallocations.load(Relaxed),
             failures: self.failures.load(Relaxed),
             valid: true,
+            mode: CounterMode::Exact,
         };
         u.valid = !self.invalid.load(Relaxed);
         u
@@ -206,8 +352,9 @@ impl DomainCounters {
 
 #[cfg(not(loom))]
 impl Default for DomainCounters {
+    /// Sharded, all zero.
     fn default() -> Self {
-        Self::new()
+        Self::new(CounterMode::Sharded)
     }
 }
 
@@ -215,102 +362,121 @@ impl Default for DomainCounters {
 mod tests {
     use super::*;
 
+    const MODES: [CounterMode; 2] = [CounterMode::Exact, CounterMode::Sharded];
+
     #[test]
     fn allocate_free_reconcile() {
-        let c = DomainCounters::new();
-        c.on_allocate(10);
-        c.on_allocate(30);
-        c.on_free(10);
-        c.on_resize(30, 50);
-        c.on_resize(50, 20);
-        let u = c.usage();
-        assert_eq!(
-            (u.live_bytes, u.live_blocks, u.high_water_bytes),
-            (20, 1, 50)
-        );
-        assert_eq!((u.allocations, u.frees, u.reallocations), (2, 1, 2));
-        assert_eq!(u.allocated_bytes - u.freed_bytes, u.live_bytes as u64);
-        assert!(u.valid);
+        for mode in MODES {
+            let c = DomainCounters::new(mode);
+            c.on_allocate(10);
+            c.on_allocate(30);
+            c.on_free(10);
+            c.on_resize(30, 50);
+            c.on_resize(50, 20);
+            let u = c.usage();
+            assert_eq!(
+                (u.live_bytes, u.live_blocks, u.high_water_bytes),
+                (20, 1, 50)
+            );
+            assert_eq!((u.allocations, u.frees, u.reallocations), (2, 1, 2));
+            assert_eq!(u.allocated_bytes - u.freed_bytes, u.live_bytes as u64);
+            assert!(u.valid);
+        }
     }
 
     #[test]
     fn live_bytes_overflow_is_sticky() {
-        let c = DomainCounters::with_start(MemoryUsage {
-            live_bytes: usize::MAX - 4,
-            live_blocks: 1,
-            high_water_bytes: usize::MAX - 4,
-            ..ZERO
-        });
-        c.on_allocate(4);
-        assert!(c.usage().valid, "exactly at the limit is still exact");
-        c.on_allocate(1);
-        assert!(!c.usage().valid);
-        // Undoing the arithmetic does not restore validity.
-        c.on_free(1);
-        c.on_free(4);
-        assert!(!c.usage().valid);
+        for mode in MODES {
+            let c = DomainCounters::with_start(MemoryUsage {
+                mode,
+                live_bytes: usize::MAX - 4,
+                live_blocks: 1,
+                high_water_bytes: usize::MAX - 4,
+                ..ZERO
+            });
+            c.on_allocate(4);
+            assert!(c.usage().valid, "exactly at the limit is still exact");
+            c.on_allocate(1);
+            assert!(!c.usage().valid);
+            // Undoing the arithmetic does not restore validity.
+            c.on_free(1);
+            c.on_free(4);
+            assert!(!c.usage().valid);
+        }
     }
 
     #[test]
     fn underflow_is_sticky() {
-        let c = DomainCounters::new();
-        c.on_allocate(8);
-        c.on_free(16);
-        assert!(!c.usage().valid);
-        c.on_allocate(8);
-        assert!(!c.usage().valid);
+        for mode in MODES {
+            let c = DomainCounters::new(mode);
+            c.on_allocate(8);
+            c.on_free(16);
+            assert!(!c.usage().valid);
+            c.on_allocate(8);
+            assert!(!c.usage().valid);
+        }
     }
 
     #[test]
     fn traffic_overflow_invalidates() {
-        let c = DomainCounters::with_start(MemoryUsage {
-            allocations: u64::MAX,
-            ..ZERO
-        });
-        c.on_allocate(2);
-        assert!(!c.usage().valid, "allocation count wrapped");
-        for start in [
-            MemoryUsage {
-                live_bytes: 2,
-                allocations: 1,
-                freed_bytes: u64::MAX - 1,
+        for mode in MODES {
+            let c = DomainCounters::with_start(MemoryUsage {
+                mode,
+                allocations: u64::MAX,
                 ..ZERO
-            },
-            MemoryUsage {
-                live_bytes: 2,
-                allocations: 1,
-                frees: u64::MAX,
+            });
+            c.on_allocate(2);
+            assert!(!c.usage().valid, "allocation count wrapped");
+            for start in [
+                MemoryUsage {
+                    mode,
+                    live_bytes: 2,
+                    allocations: 1,
+                    freed_bytes: u64::MAX - 1,
+                    ..ZERO
+                },
+                MemoryUsage {
+                    mode,
+                    live_bytes: 2,
+                    allocations: 1,
+                    frees: u64::MAX,
+                    ..ZERO
+                },
+            ] {
+                let c = DomainCounters::with_start(start);
+                c.on_free(2);
+                assert!(!c.usage().valid, "{start:?}");
+            }
+            let c = DomainCounters::with_start(MemoryUsage {
+                mode,
+                failures: u64::MAX,
                 ..ZERO
-            },
-        ] {
-            let c = DomainCounters::with_start(start);
-            c.on_free(2);
-            assert!(!c.usage().valid, "{start:?}");
+            });
+            c.on_failure();
+            assert!(!c.usage().valid);
+            let c = DomainCounters::with_start(MemoryUsage {
+                mode,
+                reallocations: u64::MAX,
+                live_bytes: 1,
+                live_blocks: 1,
+                ..ZERO
+            });
+            c.on_resize(1, 2);
+            assert!(!c.usage().valid);
         }
-        let c = DomainCounters::with_start(MemoryUsage {
-            failures: u64::MAX,
-            ..ZERO
-        });
-        c.on_failure();
-        assert!(!c.usage().valid);
-        let c = DomainCounters::with_start(MemoryUsage {
-            reallocations: u64::MAX,
-            live_bytes: 1,
-            live_blocks: 1,
-            ..ZERO
-        });
-        c.on_resize(1, 2);
-        assert!(!c.usage().valid);
     }
 
     #[test]
     fn injected_invalid_start_stays_invalid() {
-        let c = DomainCounters::with_start(MemoryUsage {
-            valid: false,
-            ..ZERO
-        });
-        c.on_allocate(1);
-        c.on_free(1);
-        assert!(!c.usage().valid);
+        for mode in MODES {
+            let c = DomainCounters::with_start(MemoryUsage {
+                mode,
+                valid: false,
+                ..ZERO
+            });
+            c.on_allocate(1);
+            c.on_free(1);
+            assert!(!c.usage().valid);
+        }
     }
 }

@@ -8,7 +8,7 @@
 use core::ptr::NonNull;
 
 use super::backend::Backend;
-use super::counters::{DomainCounters, MemoryUsage};
+use super::counters::{CounterMode, DomainCounters, MemoryUsage};
 use super::layout::{AllocationLayout, LayoutError};
 use super::tag::{domain_tag, DomainName, RegisterError};
 
@@ -52,38 +52,51 @@ pub struct AllocationDomain {
 }
 
 impl AllocationDomain {
-    /// A domain in the build's backend with zero counters (registry use).
+    /// A domain with zero counters (registry use).
     #[cfg(not(loom))]
-    pub(crate) const fn with_name(name: DomainName, backend: Backend) -> Self {
+    pub(crate) const fn with_name(name: DomainName, backend: Backend, mode: CounterMode) -> Self {
         Self {
             tag: domain_tag(name.as_str_const()),
             name,
             backend,
-            counters: DomainCounters::new(),
+            counters: DomainCounters::new(mode),
         }
     }
 
-    /// A domain in the build's backend with zero counters (registry use; loom is not `const`).
+    /// A domain with zero counters (registry use; loom is not `const`).
     #[cfg(loom)]
-    pub(crate) fn with_name(name: DomainName, backend: Backend) -> Self {
+    pub(crate) fn with_name(name: DomainName, backend: Backend, mode: CounterMode) -> Self {
         Self {
             tag: domain_tag(name.as_str()),
             name,
             backend,
-            counters: DomainCounters::new(),
+            counters: DomainCounters::new(mode),
         }
     }
 
     /// A standalone domain outside the registry, e.g. over a failure-injecting backend in a
-    /// test. Its name is not reserved and need not be unique.
+    /// test, with sharded counters. Its name is not reserved and need not be unique.
     ///
     /// # Errors
     /// [`RegisterError`] for an invalid name.
     pub fn with_backend(name: &str, backend: Backend) -> Result<Self, RegisterError> {
-        Ok(Self::with_name(DomainName::new(name)?, backend))
+        Self::with_mode(name, backend, CounterMode::Sharded)
     }
 
-    /// A standalone domain whose counters start from `start` (near-limit tests).
+    /// A standalone domain with counters in `mode`.
+    ///
+    /// # Errors
+    /// [`RegisterError`] for an invalid name.
+    pub fn with_mode(
+        name: &str,
+        backend: Backend,
+        mode: CounterMode,
+    ) -> Result<Self, RegisterError> {
+        Ok(Self::with_name(DomainName::new(name)?, backend, mode))
+    }
+
+    /// A standalone domain whose counters start from `start`, in `start.mode` (near-limit
+    /// tests).
     ///
     /// # Errors
     /// [`RegisterError`] for an invalid name.
@@ -94,7 +107,7 @@ impl AllocationDomain {
     ) -> Result<Self, RegisterError> {
         Ok(Self {
             counters: DomainCounters::with_start(start),
-            ..Self::with_name(DomainName::new(name)?, backend)
+            ..Self::with_name(DomainName::new(name)?, backend, start.mode)
         })
     }
 
@@ -113,7 +126,13 @@ impl AllocationDomain {
         self.backend
     }
 
-    /// The current figures with their validity.
+    /// How this domain keeps its counters.
+    pub fn counter_mode(&self) -> CounterMode {
+        self.counters.mode()
+    }
+
+    /// The current figures with their validity (samples while other threads allocate, exact at
+    /// quiescence; [`MemoryUsage`] says what high-water means in each [`CounterMode`]).
     pub fn usage(&self) -> MemoryUsage {
         self.counters.usage()
     }

@@ -5,6 +5,7 @@
 
 use core::fmt::Write;
 
+use super::counters::CounterMode;
 use super::domain::AllocationDomain;
 
 /// Appends one domain's JSON object to `out`. Names are `[A-Za-z0-9_.:/-]`, so no escaping.
@@ -15,7 +16,8 @@ pub fn write_domain_json(out: &mut String, d: &AllocationDomain) {
         out,
         "{{\"name\":\"{}\",\"tag\":{},\"backend\":\"{}\",\"live_bytes\":{},\"live_blocks\":{},\
          \"high_water_bytes\":{},\"allocations\":{},\"frees\":{},\"allocated_bytes\":{},\
-         \"freed_bytes\":{},\"reallocations\":{},\"failures\":{},\"valid\":{}}}",
+         \"freed_bytes\":{},\"reallocations\":{},\"failures\":{},\"valid\":{},\
+         \"counter_mode\":\"{}\"}}",
         d.name(),
         d.tag(),
         d.backend().name(),
@@ -28,7 +30,11 @@ pub fn write_domain_json(out: &mut String, d: &AllocationDomain) {
         u.freed_bytes,
         u.reallocations,
         u.failures,
-        u.valid
+        u.valid,
+        match u.mode {
+            CounterMode::Sharded => "sharded",
+            CounterMode::Exact => "exact",
+        }
     );
 }
 

@@ -2,7 +2,8 @@
 //! the allocator-api2 adapter and the fixed-capacity `LinearArena`.
 //!
 //! * [`AllocationLayout`] — checked `{ size, align }`.
-//! * [`AllocationDomain`] — immutable backend + tag, relaxed counters ([`MemoryUsage`]), the
+//! * [`AllocationDomain`] — immutable backend + tag, counters ([`MemoryUsage`]) sharded per
+//!   thread slot or exact ([`CounterMode`]), the
 //!   byte API (`try_allocate` / `free` / `try_reallocate`); the core domain is built in, named
 //!   domains live in a bounded process registry ([`DomainRegistry`]).
 //! * [`DomainAllocator`] — `allocator_api2::alloc::Allocator` charging a domain.
@@ -27,12 +28,13 @@ mod ledger;
 mod lifetimes;
 mod registry;
 mod scope;
+mod shards;
 mod tag;
 
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
-pub use counters::{DomainCounters, MemoryUsage};
+pub use counters::{CounterMode, DomainCounters, MemoryUsage};
 pub use domain::{AllocFailed, AllocationDomain, ResizeError};
 pub use failure::FailureInjector;
 #[cfg(not(loom))]
@@ -43,4 +45,7 @@ pub use layout::{AllocationLayout, LayoutError};
 pub use ledger::{Ledger, LedgerViolation, LEDGER_CAPACITY};
 pub use registry::{DomainRegistry, CORE_DOMAIN_NAME, REGISTRY_CAPACITY};
 pub use scope::ScratchScope;
+pub use shards::THREAD_SLOTS;
+#[cfg(loom)]
+pub use shards::{SlotLease, ThreadSlots};
 pub use tag::{domain_tag, RegisterError, MAX_NAME_LEN};

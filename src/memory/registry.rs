@@ -15,6 +15,7 @@ use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 
 use super::backend::Backend;
+use super::counters::CounterMode;
 use super::domain::AllocationDomain;
 use super::tag::{domain_tag, DomainName, RegisterError};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
@@ -123,30 +124,52 @@ impl<const N: usize> DomainRegistry<N> {
         core::iter::once(&self.core).chain(self.slots.iter().map_while(Slot::get))
     }
 
-    /// Returns the domain named `name`, registering it on first use.
+    /// Returns the domain named `name`, registering it with sharded counters on first use.
+    ///
+    /// # Errors
+    /// As for [`register_with`](Self::register_with).
+    pub fn register(&self, name: &str) -> Result<&AllocationDomain, RegisterError> {
+        self.register_with(name, CounterMode::Sharded)
+    }
+
+    /// Returns the domain named `name`, registering it with counters in `mode` on first use.
     ///
     /// # Errors
     /// An invalid name; [`RegisterError::TagCollision`] if a different name holds the same
-    /// tag; [`RegisterError::RegistryFull`]. Nothing is registered on error.
-    pub fn register(&self, name: &str) -> Result<&AllocationDomain, RegisterError> {
+    /// tag; [`RegisterError::ModeMismatch`] if the name is registered in the other mode;
+    /// [`RegisterError::RegistryFull`]. Nothing is registered on error.
+    pub fn register_with(
+        &self,
+        name: &str,
+        mode: CounterMode,
+    ) -> Result<&AllocationDomain, RegisterError> {
         let name = DomainName::new(name)?;
         let tag = domain_tag(name.as_str());
-        if let Some(found) = self.find(name, tag) {
+        if let Some(found) = self.find(name, tag, mode) {
             return found;
         }
         self.acquire();
-        let result = self.register_locked(name, tag);
+        let result = self.register_locked(name, tag, mode);
         self.lock.store(false, Ordering::Release);
         result
     }
 
-    /// `Some` if `tag` is taken: by `name` (`Ok`) or by another name (`Err`).
-    fn find(&self, name: DomainName, tag: u32) -> Option<Result<&AllocationDomain, RegisterError>> {
+    /// `Some` if `tag` is taken: by `name` in `mode` (`Ok`), otherwise `Err`.
+    fn find(
+        &self,
+        name: DomainName,
+        tag: u32,
+        mode: CounterMode,
+    ) -> Option<Result<&AllocationDomain, RegisterError>> {
         let d = self.domains().find(|d| d.tag() == tag)?;
-        Some(if d.name() == name.as_str() {
-            Ok(d)
-        } else {
+        Some(if d.name() != name.as_str() {
             Err(RegisterError::TagCollision { tag })
+        } else if d.counter_mode() != mode {
+            Err(RegisterError::ModeMismatch {
+                registered: d.counter_mode(),
+            })
+        } else {
+            Ok(d)
         })
     }
 
@@ -154,8 +177,9 @@ impl<const N: usize> DomainRegistry<N> {
         &self,
         name: DomainName,
         tag: u32,
+        mode: CounterMode,
     ) -> Result<&AllocationDomain, RegisterError> {
-        if let Some(found) = self.find(name, tag) {
+        if let Some(found) = self.find(name, tag, mode) {
             return found;
         }
         let len = self.len.load(Ordering::Relaxed);
@@ -165,7 +189,7 @@ impl<const N: usize> DomainRegistry<N> {
         // SAFETY: we hold `lock` and slot `len` is unpublished (`ready == false`), so no other
         // reference to its contents exists.
         let d = unsafe {
-            (*slot.domain.get()).write(AllocationDomain::with_name(name, Backend::BUILD))
+            (*slot.domain.get()).write(AllocationDomain::with_name(name, Backend::BUILD, mode))
         };
         slot.ready.store(true, Ordering::Release);
         self.len.store(len + 1, Ordering::Relaxed);
@@ -207,14 +231,18 @@ impl<const N: usize> Drop for DomainRegistry<N> {
 #[cfg(not(loom))]
 const fn core_domain() -> AllocationDomain {
     match DomainName::new(CORE_DOMAIN_NAME) {
-        Ok(n) => AllocationDomain::with_name(n, Backend::BUILD),
+        Ok(n) => AllocationDomain::with_name(n, Backend::BUILD, CounterMode::Sharded),
         Err(_) => panic!("invalid core domain name"),
     }
 }
 
 #[cfg(loom)]
 fn core_domain() -> AllocationDomain {
-    AllocationDomain::with_name(DomainName::new(CORE_DOMAIN_NAME).unwrap(), Backend::BUILD)
+    AllocationDomain::with_name(
+        DomainName::new(CORE_DOMAIN_NAME).unwrap(),
+        Backend::BUILD,
+        CounterMode::Sharded,
+    )
 }
 
 /// The process-wide registry.
@@ -244,6 +272,17 @@ impl AllocationDomain {
     /// See [`DomainRegistry::register`].
     pub fn register(name: &str) -> Result<&'static AllocationDomain, RegisterError> {
         PROCESS_DOMAINS.register(name)
+    }
+
+    /// As [`register`](Self::register), with counters in `mode` (the core domain is sharded).
+    ///
+    /// # Errors
+    /// See [`DomainRegistry::register_with`].
+    pub fn register_with(
+        name: &str,
+        mode: CounterMode,
+    ) -> Result<&'static AllocationDomain, RegisterError> {
+        PROCESS_DOMAINS.register_with(name, mode)
     }
 
     /// Every process domain: core first, then registration order.
@@ -291,6 +330,12 @@ mod tests {
         assert_eq!(
             r.register("c").unwrap_err(),
             RegisterError::RegistryFull { capacity: 2 }
+        );
+        assert_eq!(
+            r.register_with("a", CounterMode::Exact).unwrap_err(),
+            RegisterError::ModeMismatch {
+                registered: CounterMode::Sharded
+            }
         );
         // Existing names still resolve when full.
         assert!(r.register("a").is_ok());

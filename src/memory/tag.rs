@@ -33,6 +33,12 @@ pub enum RegisterError {
         /// The contested tag.
         tag: u32,
     },
+    /// The name is registered with the other counter mode.
+    #[error("domain is registered with {registered:?} counters")]
+    ModeMismatch {
+        /// The mode it holds.
+        registered: crate::memory::CounterMode,
+    },
     /// Every registry slot is taken.
     #[error("domain registry is full ({capacity} named domains)")]
     RegistryFull {
@@ -97,6 +103,7 @@ impl DomainName {
     }
 
     /// The name, in a `const` context.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) const fn as_str_const(&self) -> &str {
         let (head, _) = self.bytes.split_at(self.len as usize);
         match core::str::from_utf8(head) {

@@ -1,5 +1,6 @@
 //! Memory workloads of seed 001 §15.2, each a criterion group whose function ids are contenders:
-//! `ludus_system` / `ludus_mimalloc` (a domain with counters over that backend), `raw_system` /
+//! `ludus_system` / `ludus_mimalloc` (a domain with sharded counters over that backend),
+//! `ludus_exact_system` / `ludus_exact_mimalloc` (the same with exact counters), `raw_system` /
 //! `raw_mimalloc` (the same backend called directly, no accounting), and for transient batches
 //! `ludus_arena` vs `bumpalo`, `vec_reuse` and `heap`. Seeds are fixed; payload bytes are touched
 //! and checksummed so no work can be optimized away.
@@ -11,7 +12,7 @@ use std::hint::black_box;
 use std::sync::mpsc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ludus::memory::{AllocationDomain, AllocationLayout, Backend, LinearArena};
+use ludus::memory::{AllocationDomain, AllocationLayout, Backend, CounterMode, LinearArena};
 
 /// One way to get and return bytes.
 trait Heap: Sync {
@@ -58,9 +59,9 @@ impl<G: GlobalAlloc + Sync> Heap for Raw<G> {
     }
 }
 
-fn domain(backend: Backend) -> &'static AllocationDomain {
+fn domain(backend: Backend, mode: CounterMode) -> &'static AllocationDomain {
     Box::leak(Box::new(
-        AllocationDomain::with_backend("bench", backend).unwrap(),
+        AllocationDomain::with_mode("bench", backend, mode).unwrap(),
     ))
 }
 
@@ -68,14 +69,25 @@ fn domain(backend: Backend) -> &'static AllocationDomain {
 fn heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
     #[allow(unused_mut)]
     let mut v: Vec<(&'static str, Box<dyn Heap>)> = vec![
-        ("ludus_system", Box::new(Domain(domain(Backend::System)))),
+        (
+            "ludus_system",
+            Box::new(Domain(domain(Backend::System, CounterMode::Sharded))),
+        ),
+        (
+            "ludus_exact_system",
+            Box::new(Domain(domain(Backend::System, CounterMode::Exact))),
+        ),
         ("raw_system", Box::new(Raw(System))),
     ];
     #[cfg(feature = "mimalloc")]
     {
         v.push((
             "ludus_mimalloc",
-            Box::new(Domain(domain(Backend::Mimalloc))),
+            Box::new(Domain(domain(Backend::Mimalloc, CounterMode::Sharded))),
+        ));
+        v.push((
+            "ludus_exact_mimalloc",
+            Box::new(Domain(domain(Backend::Mimalloc, CounterMode::Exact))),
         ));
         v.push(("raw_mimalloc", Box::new(Raw(mimalloc::MiMalloc))));
     }
@@ -375,7 +387,7 @@ fn bench_transient(c: &mut Criterion) {
         })
     });
 
-    let d = Domain(domain(Backend::BUILD));
+    let d = Domain(domain(Backend::BUILD, CounterMode::Sharded));
     let mut held: Vec<*mut Rec> = Vec::with_capacity(N);
     g.bench_function("heap", |b| {
         b.iter(|| {

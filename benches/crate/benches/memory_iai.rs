@@ -24,6 +24,32 @@ fn domain_alloc_free() -> usize {
     sum
 }
 
+/// One allocation and free outside the count: the thread leases its counter slot (once per
+/// thread) before the measured pairs.
+fn warm_slot() -> &'static AllocationDomain {
+    let d = AllocationDomain::core();
+    let l = AllocationLayout::new(64, 8).unwrap();
+    let p = d.try_allocate(l).unwrap();
+    // SAFETY: `p` came from `d` with `l`.
+    unsafe { d.free(p, l) };
+    d
+}
+
+// The steady state: the same pairs on a thread that already holds its slot.
+#[library_benchmark]
+#[bench::warm(setup = warm_slot)]
+fn domain_alloc_free_warm(d: &'static AllocationDomain) -> usize {
+    let l = AllocationLayout::new(64, 8).unwrap();
+    let mut sum = 0;
+    for _ in 0..N {
+        let p = d.try_allocate(black_box(l)).unwrap();
+        sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
+        // SAFETY: `p` came from `d` with `l`.
+        unsafe { d.free(black_box(p), l) };
+    }
+    sum
+}
+
 #[library_benchmark]
 fn raw_alloc_free() -> usize {
     let l = Layout::from_size_align(64, 8).unwrap();
@@ -65,7 +91,7 @@ fn bumpalo_alloc_256() -> u64 {
 
 library_benchmark_group!(
     name = domain;
-    benchmarks = domain_alloc_free, raw_alloc_free
+    benchmarks = domain_alloc_free, domain_alloc_free_warm, raw_alloc_free
 );
 
 library_benchmark_group!(
