@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no scripts/__pycache__ from importing bench
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (scripts/bench.py: the shared metadata helpers)
 
