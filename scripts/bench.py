@@ -5,8 +5,10 @@
                              [--iai] [-- <extra args passed to the bench binary>]
 
 The package defaults to the workspace member that owns the bench target: `ludus-benches`
-(benches/crate/) for identity, memory, world and their `_iai` twins, `ludus-peers` for peers.
-`--features` are that package's features (`ludus-benches` forwards `mimalloc` and `rayon`).
+(benches/crate/) for identity, memory, memory_threads, world and their `_iai` twins,
+`ludus-peers` for peers (found with `cargo metadata`, so a new [[bench]] needs no entry here).
+Criterion output is read from `$CARGO_TARGET_DIR/criterion` when that is set, else
+`target/criterion`. `--features` are that package's features (`ludus-benches` forwards `mimalloc` and `rayon`).
 
 Criterion targets: every `benchmark_group` is a workload, every function id in it a contender.
 Contenders named `ludus` or `ludus_*` are ours, `raw` is the raw-Vec limit, anything else is a
@@ -42,6 +44,12 @@ TRACKED_CRATES = [
     "libmimalloc-sys", "bumpalo", "criterion", "iai-callgrind", "rayon", "hecs", "bevy_ecs",
     "shipyard", "sparsey",
 ]
+
+
+def target_dir() -> Path:
+    """Cargo's target directory: `CARGO_TARGET_DIR` (relative to the root) or `target/`."""
+    env = os.environ.get("CARGO_TARGET_DIR")
+    return ROOT / env if env else ROOT / "target"
 
 
 def sh(*args: str, cwd: Path = ROOT) -> str:
@@ -97,7 +105,7 @@ def criterion_results(since: float, ran: set[str]) -> dict:
     """{group: {contender: figures}} from criterion's JSON files written after `since`, for the
     benchmark ids this run printed (criterion may touch files of benchmarks it did not run)."""
     groups: dict[str, dict] = {}
-    base = ROOT / "target" / "criterion"
+    base = target_dir() / "criterion"
     for bench in base.glob("**/new/benchmark.json"):
         if bench.stat().st_mtime < since:
             continue
@@ -147,7 +155,7 @@ def ratios(contenders: dict) -> dict:
 def iai_results(since: float) -> dict:
     """{benchmark id: {"Ir": n, ...}} from iai-callgrind summary.json files written after `since`."""
     out = {}
-    for summary in (ROOT / "target" / "iai").glob("**/summary.json"):
+    for summary in (target_dir() / "iai").glob("**/summary.json"):
         if summary.stat().st_mtime < since:
             continue
         data = json.loads(summary.read_text())
