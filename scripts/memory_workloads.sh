@@ -5,7 +5,7 @@
 #   perf-results/memory-latency.{json,md}               sampled allocate/free latency
 #   perf-results/*.svg                                  tools/plot (ludus-plot)
 # The fragmentation and latency runs use the mimalloc build, which holds all four contenders
-# (raw_system, ludus_system, raw_mimalloc, ludus_mimalloc). LUDUS_BENCH_MAX_THREADS (default 4)
+# (raw_, ludus_ and ludus_exact_ over system and mimalloc). LUDUS_BENCH_MAX_THREADS (default 4)
 # adds the 8- and 16-thread scaling groups. Extra arguments go to the criterion runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -154,8 +154,13 @@ fn scaling_lines(path: &Path, tag: Option<&str>) -> Result<Vec<Line>, PlotError>
         };
         let contenders = object(data, "contenders", path, group)?;
         for name in contenders.keys() {
-            let Some(backend) = name.strip_prefix("ludus_") else {
+            let Some(rest) = name.strip_prefix("ludus_") else {
                 continue;
+            };
+            // `ludus_exact_X`: the same backend with exact (shared-atomic) counters.
+            let (backend, counters) = match rest.strip_prefix("exact_") {
+                Some(b) => (b, " exact"),
+                None => (rest, ""),
             };
             let (Some(ours), Some(raw)) = (
                 median(contenders, name),
@@ -165,8 +170,8 @@ fn scaling_lines(path: &Path, tag: Option<&str>) -> Result<Vec<Line>, PlotError>
             };
             if raw > 0.0 {
                 let label = match tag {
-                    Some(tag) => format!("{backend} {mode} {kind} [{tag}]"),
-                    None => format!("{backend} {mode} {kind}"),
+                    Some(tag) => format!("{backend}{counters} {mode} {kind} [{tag}]"),
+                    None => format!("{backend}{counters} {mode} {kind}"),
                 };
                 lines.entry(label).or_default().push((threads, ours / raw));
             }

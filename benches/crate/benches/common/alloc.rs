@@ -7,14 +7,17 @@
 //! backend. A ludus domain whose backend is the build's ([`Backend::BUILD`]) is a registered
 //! process domain (`AllocationDomain::register`); the other one (`ludus_system` in a `mimalloc`
 //! build) is a standalone domain over that backend (`AllocationDomain::with_backend`), since the
-//! registry hands out the build's backend only. Both run the same counter code.
+//! registry hands out the build's backend only. Both run the same counter code, sharded per
+//! thread (the default `CounterMode`). `ludus_exact_system` / `ludus_exact_mimalloc` are
+//! standalone domains with `CounterMode::Exact` (one shared set of atomics): the before/after of
+//! counter sharding in one run.
 
 // Each bench target uses a part of this module.
 #![allow(dead_code)]
 
 use std::alloc::{handle_alloc_error, GlobalAlloc, Layout, System};
 
-use ludus::memory::{AllocationDomain, AllocationLayout, Backend};
+use ludus::memory::{AllocationDomain, AllocationLayout, Backend, CounterMode};
 
 /// One way to get and return bytes: a backend called directly or a ludus domain.
 #[derive(Clone, Copy, Debug)]
@@ -88,21 +91,34 @@ pub enum Contender {
     RawSystem,
     /// A ludus domain over the system allocator.
     LudusSystem,
+    /// A ludus domain over the system allocator with exact (shared-atomic) counters.
+    LudusExactSystem,
     /// mimalloc directly.
     #[cfg(feature = "mimalloc")]
     RawMimalloc,
     /// A ludus domain over mimalloc.
     #[cfg(feature = "mimalloc")]
     LudusMimalloc,
+    /// A ludus domain over mimalloc with exact (shared-atomic) counters.
+    #[cfg(feature = "mimalloc")]
+    LudusExactMimalloc,
 }
 
 impl Contender {
     /// Every contender of this build, raw before ludus per backend.
     pub fn all() -> Vec<Contender> {
         #[allow(unused_mut)]
-        let mut v = vec![Contender::RawSystem, Contender::LudusSystem];
+        let mut v = vec![
+            Contender::RawSystem,
+            Contender::LudusSystem,
+            Contender::LudusExactSystem,
+        ];
         #[cfg(feature = "mimalloc")]
-        v.extend([Contender::RawMimalloc, Contender::LudusMimalloc]);
+        v.extend([
+            Contender::RawMimalloc,
+            Contender::LudusMimalloc,
+            Contender::LudusExactMimalloc,
+        ]);
         v
     }
 
@@ -111,10 +127,13 @@ impl Contender {
         match self {
             Contender::RawSystem => "raw_system",
             Contender::LudusSystem => "ludus_system",
+            Contender::LudusExactSystem => "ludus_exact_system",
             #[cfg(feature = "mimalloc")]
             Contender::RawMimalloc => "raw_mimalloc",
             #[cfg(feature = "mimalloc")]
             Contender::LudusMimalloc => "ludus_mimalloc",
+            #[cfg(feature = "mimalloc")]
+            Contender::LudusExactMimalloc => "ludus_exact_mimalloc",
         }
     }
 
@@ -126,9 +145,9 @@ impl Contender {
     /// Whether this contender goes through a ludus domain.
     pub const fn is_ludus(self) -> bool {
         match self {
-            Contender::LudusSystem => true,
+            Contender::LudusSystem | Contender::LudusExactSystem => true,
             #[cfg(feature = "mimalloc")]
-            Contender::LudusMimalloc => true,
+            Contender::LudusMimalloc | Contender::LudusExactMimalloc => true,
             _ => false,
         }
     }
@@ -136,9 +155,11 @@ impl Contender {
     /// The backend's short name ("system", "mimalloc").
     pub const fn backend_name(self) -> &'static str {
         match self {
-            Contender::RawSystem | Contender::LudusSystem => "system",
+            Contender::RawSystem | Contender::LudusSystem | Contender::LudusExactSystem => "system",
             #[cfg(feature = "mimalloc")]
-            Contender::RawMimalloc | Contender::LudusMimalloc => "mimalloc",
+            Contender::RawMimalloc | Contender::LudusMimalloc | Contender::LudusExactMimalloc => {
+                "mimalloc"
+            }
         }
     }
 
@@ -149,12 +170,32 @@ impl Contender {
         match self {
             Contender::RawSystem => Heap::System,
             Contender::LudusSystem => Heap::Domain(ludus_domain(domain, Backend::System)),
+            Contender::LudusExactSystem => Heap::Domain(exact_domain(domain, Backend::System)),
             #[cfg(feature = "mimalloc")]
             Contender::RawMimalloc => Heap::Mimalloc,
             #[cfg(feature = "mimalloc")]
             Contender::LudusMimalloc => Heap::Domain(ludus_domain(domain, Backend::Mimalloc)),
+            #[cfg(feature = "mimalloc")]
+            Contender::LudusExactMimalloc => Heap::Domain(exact_domain(domain, Backend::Mimalloc)),
         }
     }
+}
+
+/// The standalone exact-mode domain `{name}.exact.{backend}`, made once per name (leaked).
+fn exact_domain(name: &str, backend: Backend) -> &'static AllocationDomain {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static MADE: Mutex<Option<HashMap<String, &'static AllocationDomain>>> = Mutex::new(None);
+    let full = format!("{name}.exact.{}", backend.name());
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    made.get_or_insert_with(HashMap::new)
+        .entry(full.clone())
+        .or_insert_with(|| {
+            Box::leak(Box::new(
+                AllocationDomain::with_mode(&full, backend, CounterMode::Exact)
+                    .unwrap_or_else(|e| panic!("creating domain {full:?}: {e}")),
+            ))
+        })
 }
 
 /// The domain `{name}.{backend}`: registered if `backend` is the build's, else standalone
