@@ -464,9 +464,30 @@ fn cases(n: u32) -> ProptestConfig {
     }
 }
 
-fn mutate(mut bytes: Vec<u8>, edits: &[(prop::sample::Index, u8, u8)]) -> Vec<u8> {
+/// Where an edit lands in bytes of a given length plus one.
+trait At {
+    fn at(&self, size: usize) -> usize;
+}
+
+impl At for prop::sample::Index {
+    fn at(&self, size: usize) -> usize {
+        self.index(size)
+    }
+}
+
+/// `Index(N)` as proptest prints a failing input: the same fixed-point scaling as
+/// `Index::index`, so a printed case replays as a plain test.
+struct Raw(u64);
+
+impl At for Raw {
+    fn at(&self, size: usize) -> usize {
+        ((size as u128 * u128::from(self.0)) >> 64) as usize
+    }
+}
+
+fn mutate(mut bytes: Vec<u8>, edits: &[(impl At, u8, u8)]) -> Vec<u8> {
     for (at, byte, op) in edits {
-        let i = at.index(bytes.len() + 1);
+        let i = at.at(bytes.len() + 1);
         match op {
             0 if i < bytes.len() => bytes[i] = *byte,
             1 => bytes.insert(i, *byte),
@@ -563,6 +584,55 @@ proptest! {
     }
 }
 
+/// Writes the golden inputs, one of them (`which`: 0 the world document, 1 the manifest, 2 the
+/// schema) mutated by `edits`, runs `identity apply`, and checks that a refusal leaves OUTPUT
+/// absent and no temporary file behind, and that its message is one line.
+fn check_failed_apply(edits: &[(impl At, u8, u8)], which: u8) -> Result<Vec<u8>, TestCaseError> {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("levels")).unwrap();
+    let (mut world, mut manifest, mut schema) = (
+        read("golden/root/levels/first-room.world.json").1,
+        read("golden/identity-migration.json").1,
+        read("golden/schema.json").1,
+    );
+    match which {
+        0 => world = mutate(world, edits),
+        1 => manifest = mutate(manifest, edits),
+        _ => schema = mutate(schema, edits),
+    }
+    std::fs::write(root.join("levels/first-room.world.json"), &world).unwrap();
+    let m = tmp.path().join("m.json");
+    let s = tmp.path().join("s.json");
+    std::fs::write(&m, &manifest).unwrap();
+    std::fs::write(&s, &schema).unwrap();
+    let out = tmp.path().join("out.json");
+    let r = cook::apply(
+        &root,
+        &m,
+        &s,
+        "levels/first-room.world.json",
+        &out,
+        Hooks::default(),
+    );
+    match r {
+        Ok(()) => {
+            let bytes = std::fs::read(&out).unwrap();
+            prop_assert!(WorldV2::from_slice(&out, &bytes).is_ok());
+        }
+        Err(e) => {
+            prop_assert!(!out.exists(), "{e}");
+            prop_assert!(!e.to_string().contains('\n'), "not one line: {e}");
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    prop_assert!(names.len() <= 4, "no temporary file left: {names:?}");
+    Ok(world)
+}
+
 proptest! {
     #![proptest_config(cases(48))]
 
@@ -571,37 +641,23 @@ proptest! {
     #[test]
     #[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
     fn a_failed_apply_writes_nothing(edits in edits(), which in 0u8..3) {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir_all(root.join("levels")).unwrap();
-        let (mut world, mut manifest, mut schema) = (
-            read("golden/root/levels/first-room.world.json").1,
-            read("golden/identity-migration.json").1,
-            read("golden/schema.json").1,
-        );
-        match which {
-            0 => world = mutate(world, &edits),
-            1 => manifest = mutate(manifest, &edits),
-            _ => schema = mutate(schema, &edits),
-        }
-        std::fs::write(root.join("levels/first-room.world.json"), &world).unwrap();
-        let m = tmp.path().join("m.json");
-        let s = tmp.path().join("s.json");
-        std::fs::write(&m, &manifest).unwrap();
-        std::fs::write(&s, &schema).unwrap();
-        let out = tmp.path().join("out.json");
-        let r = cook::apply(&root, &m, &s, "levels/first-room.world.json", &out, Hooks::default());
-        match r {
-            Ok(()) => {
-                let bytes = std::fs::read(&out).unwrap();
-                prop_assert!(WorldV2::from_slice(&out, &bytes).is_ok());
-            }
-            Err(e) => {
-                prop_assert!(!out.exists(), "{e}");
-                prop_assert!(!e.to_string().contains('\n'));
-            }
-        }
-        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        prop_assert!(names.len() <= 4, "no temporary file left: {names:?}");
+        check_failed_apply(&edits, which)?;
     }
+}
+
+/// Regression (proptest's minimal case `edits = [(Index(1905125505129884179), 92, 1)],
+/// which = 0`): a backslash inserted before the first entity's `name` makes the member
+/// `"\name"`, a newline then `ame`; the unknown-member message printed the raw newline.
+#[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
+fn a_refused_apply_of_an_escaped_member_name_is_one_line() {
+    let world = check_failed_apply(&[(Raw(1905125505129884179), b'\\', 1)], 0).unwrap();
+    let text = String::from_utf8(world).unwrap();
+    assert!(
+        text.contains(
+            r#""id": "player",
+      "\name": "Player""#
+        ),
+        "the case no longer lands where it did:\n{text}"
+    );
 }

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::error::{index, key, JsonPath, Step};
+use super::error::{index, key, JsonPath, Step, Text};
 use super::manifest::Manifest;
 use super::path::DocPath;
 use super::record::{EntityV2, WorldV1, WorldV2};
@@ -60,7 +60,11 @@ pub enum ApplyErrorKind {
         component: String,
     },
     /// An entity-typed property that does not hold a string.
-    #[error("entity property {component}.{property} must hold a legacy id string (\"\" for none)")]
+    #[error(
+        "entity property {}.{} must hold a legacy id string (\"\" for none)",
+        Text(component),
+        Text(property)
+    )]
     NotAReference {
         /// The component.
         component: String,
@@ -68,7 +72,11 @@ pub enum ApplyErrorKind {
         property: String,
     },
     /// `unresolved-reference`: a reference names an id that is not in the document.
-    #[error("unresolved-reference: {component}.{property} names {target:?}, which is not an entity of the document")]
+    #[error(
+        "unresolved-reference: {}.{} names {target:?}, which is not an entity of the document",
+        Text(component),
+        Text(property)
+    )]
     UnresolvedReference {
         /// The component.
         component: String,
@@ -287,4 +295,30 @@ pub(crate) fn apply_owned(
         document: doc.document,
         entities,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_messages_escape_property_names() {
+        let e = ApplyErrorKind::NotAReference {
+            component: "enemy".into(),
+            property: "tar\nget".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"entity property enemy.tar\nget must hold a legacy id string ("" for none)"#
+        );
+        let e = ApplyErrorKind::UnresolvedReference {
+            component: "enemy".into(),
+            property: "tar\nget".into(),
+            target: "gh\nost".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"unresolved-reference: enemy.tar\nget names "gh\nost", which is not an entity of the document"#
+        );
+    }
 }

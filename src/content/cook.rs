@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::identity::{EntropyError, EntropySource};
 
 use super::apply::{apply_owned as apply_record, ApplyClass, ApplyErrorKind, Origin};
-use super::error::Located;
+use super::error::{Line, Located};
 use super::manifest::{Manifest, ManifestError};
 use super::migrate::{extend_manifest, MigrateError};
 use super::path::DocPath;
@@ -56,10 +56,10 @@ pub mod exit {
 #[derive(Debug, thiserror::Error)]
 pub enum CookError {
     /// A bad WORLD argument.
-    #[error("usage: {0}")]
+    #[error("usage: {}", Line(.0))]
     Usage(String),
     /// A file could not be read.
-    #[error("{}: cannot read: {source}", path.display())]
+    #[error("{}: cannot read: {}", Line(path.display()), Line(source))]
     Read {
         /// The file.
         path: PathBuf,
@@ -367,4 +367,23 @@ pub fn apply(
         publish::create_new_with_hook(output, &bytes, hooks.before_publish)
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line() {
+        let e = CookError::Usage("WORLD \"a\nb\" is not a document path".into());
+        assert_eq!(
+            e.to_string(),
+            r#"usage: WORLD "a\nb" is not a document path"#
+        );
+        let e = CookError::Read {
+            path: PathBuf::from("ro\not/m.json"),
+            source: io::Error::other("gone\naway"),
+        };
+        assert_eq!(e.to_string(), r"ro\not/m.json: cannot read: gone\naway");
+    }
 }

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::error::Fault;
+use super::error::{Fault, Text};
 use super::record::{EntityV2, RecordErrorKind, WorldV2};
 use super::schema::Schema;
 use crate::identity::{
@@ -55,7 +55,11 @@ pub enum DuplicateError {
         component: String,
     },
     /// An entity-typed property of a selected entity does not hold a string.
-    #[error("entity {entity}: {component}.{property} is not an entity reference")]
+    #[error(
+        "entity {entity}: {}.{} is not an entity reference",
+        Text(component),
+        Text(property)
+    )]
     NotAReference {
         /// The entity.
         entity: SourceObjectId,
@@ -272,4 +276,23 @@ pub fn duplicate_placements<S: EntropySource + ?Sized>(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_a_reference_escapes_property_names() {
+        let entity: SourceObjectId = "67e55044-10b1-426f-9247-bb680e5fe0c8".parse().unwrap();
+        let e = DuplicateError::NotAReference {
+            entity,
+            component: "enemy".into(),
+            property: "tar\nget".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(r"entity {entity}: enemy.tar\nget is not an entity reference")
+        );
+    }
 }

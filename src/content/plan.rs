@@ -29,6 +29,7 @@ use serde::de::value::MapDeserializer;
 use serde::de::{self, Deserializer, Visitor};
 use uuid::Uuid;
 
+use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
 use super::restore::RestoreErrorKind;
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
@@ -502,7 +503,10 @@ impl<'de, I: Iterator<Item = (&'de str, &'de Value)> + Clone> Deserializer<'de> 
         visitor: V,
     ) -> Result<V::Value, Self::Error> {
         if let Some((k, _)) = self.0.clone().find(|(k, _)| !fields.contains(k)) {
-            return Err(de::Error::custom(format_args!("unknown property `{k}`")));
+            return Err(de::Error::custom(format_args!(
+                "unknown property `{}`",
+                Text(k)
+            )));
         }
         self.deserialize_any(visitor)
     }
@@ -511,5 +515,24 @@ impl<'de, I: Iterator<Item = (&'de str, &'de Value)> + Clone> Deserializer<'de> 
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
         tuple_struct map enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Speed {
+        speed: f32,
+    }
+
+    #[test]
+    fn unknown_property_message_is_one_line() {
+        let v = Value::from(1.0);
+        let props = [("speed", &v), ("sp\need", &v)];
+        let e = <Speed as serde::Deserialize>::deserialize(Props(props.into_iter())).unwrap_err();
+        assert_eq!(e.to_string(), r"unknown property `sp\need`");
     }
 }

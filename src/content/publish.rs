@@ -20,23 +20,25 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::error::Line;
+
 /// Why a file was not published. The destination is untouched in every case.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     /// The destination exists (it may have appeared during the command); it was not replaced.
-    #[error("{}: already exists; refusing to replace it", path.display())]
+    #[error("{}: already exists; refusing to replace it", Line(path.display()))]
     Exists {
         /// The destination.
         path: PathBuf,
     },
     /// The destination no longer holds the bytes the caller read (or is gone).
-    #[error("{}: changed since it was read; refusing to replace it", path.display())]
+    #[error("{}: changed since it was read; refusing to replace it", Line(path.display()))]
     Changed {
         /// The destination.
         path: PathBuf,
     },
     /// An I/O step failed.
-    #[error("{}: {op} failed: {source}", path.display())]
+    #[error("{}: {op} failed: {}", Line(path.display()), Line(source))]
     Io {
         /// The file the step acted on.
         path: PathBuf,
@@ -223,6 +225,27 @@ fn sync_dir(dest: &Path) -> Result<(), PublishError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_escape_the_path() {
+        let path = PathBuf::from("out\nput.json");
+        let e = PublishError::Exists { path: path.clone() };
+        assert_eq!(
+            e.to_string(),
+            r"out\nput.json: already exists; refusing to replace it"
+        );
+        let e = PublishError::Changed { path: path.clone() };
+        assert_eq!(
+            e.to_string(),
+            r"out\nput.json: changed since it was read; refusing to replace it"
+        );
+        let e = PublishError::Io {
+            path,
+            op: "write",
+            source: io::Error::other("disk\nfull"),
+        };
+        assert_eq!(e.to_string(), r"out\nput.json: write failed: disk\nfull");
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("ludus-publish-{name}-{}", std::process::id()));

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::error::{index, key, Fault, Located, Step};
+use super::error::{index, key, Fault, Line, Located, Step};
 use super::level::LevelErrorKind;
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
@@ -31,7 +31,7 @@ pub enum RestoreErrorKind {
     },
     /// The properties do not decode into the component's type (a property the type lacks, a
     /// missing or mistyped one, an entity reference that is no UUID text).
-    #[error("component {component:?}: {message}")]
+    #[error("component {component:?}: {}", Line(message))]
     Component {
         /// The component name.
         component: String,
@@ -233,4 +233,21 @@ where
     W::Components: RecordList,
 {
     super::stream::plan_bytes::<W>(bytes).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn component_message_is_one_line() {
+        let e = RestoreErrorKind::Component {
+            component: "enemy".into(),
+            message: "unknown variant `a\nb`, expected `x`".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"component "enemy": unknown variant `a\nb`, expected `x`"#
+        );
+    }
 }

@@ -16,6 +16,7 @@
 use uuid::Uuid;
 
 use super::canonical::{self, Ctx};
+use super::error::Line;
 use super::mapping::{rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor};
 use super::record::{is_schema_name, WorldV2};
 use crate::identity::{
@@ -46,11 +47,11 @@ pub enum SaveError {
     },
     /// The saved bytes did not read back as a record (a bug: the writer and the reader
     /// disagree).
-    #[error("the saved record does not read back: {0}")]
+    #[error("the saved record does not read back: {}", Line(.0))]
     Reread(String),
     /// A component's serde form is not an object of properties, or has no JSON form (a
     /// non-finite float, an enum variant with data).
-    #[error("entity {entity}, component {component:?}: {message}")]
+    #[error("entity {entity}, component {component:?}: {}", Line(message))]
     Component {
         /// The entity.
         entity: SourceObjectId,
@@ -264,5 +265,29 @@ impl<W: DurableOps> RecordVisitor for SaveComponents<'_, W> {
             return;
         }
         self.any = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line() {
+        let entity: SourceObjectId = "67e55044-10b1-426f-9247-bb680e5fe0c8".parse().unwrap();
+        let e = SaveError::Component {
+            entity,
+            component: "enemy".into(),
+            message: "custom\nerror".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(r#"entity {entity}, component "enemy": custom\nerror"#)
+        );
+        let e = SaveError::Reread("w:1:1: two\nlines".into());
+        assert_eq!(
+            e.to_string(),
+            r"the saved record does not read back: w:1:1: two\nlines"
+        );
     }
 }
