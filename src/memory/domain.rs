@@ -49,6 +49,8 @@ pub struct AllocationDomain {
     tag: u32,
     backend: Backend,
     counters: DomainCounters,
+    #[cfg(all(feature = "capture", not(loom)))]
+    observer: super::capture::Observer,
 }
 
 impl AllocationDomain {
@@ -60,6 +62,8 @@ impl AllocationDomain {
             name,
             backend,
             counters: DomainCounters::new(mode),
+            #[cfg(all(feature = "capture", not(loom)))]
+            observer: super::capture::Observer::new(),
         }
     }
 
@@ -170,6 +174,10 @@ impl AllocationDomain {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(p, layout, self);
                 self.counters.on_allocate(layout.size());
+                #[cfg(all(feature = "capture", not(loom)))]
+                if let Some(c) = self.observer.get() {
+                    c.on_allocate(self, p.as_ptr().addr(), layout.size(), layout.align());
+                }
                 Ok(Some(p))
             }
             None => {
@@ -199,6 +207,11 @@ impl AllocationDomain {
         }
         #[cfg(all(feature = "validation", not(loom)))]
         super::ledger::PROCESS.remove(p, layout, self);
+        // The capture drops the block's entry before the backend may hand the address out again.
+        #[cfg(all(feature = "capture", not(loom)))]
+        if let Some(c) = self.observer.get() {
+            c.on_free(self, p.as_ptr().addr(), layout.size(), layout.align());
+        }
         self.counters.on_free(layout.size());
         // SAFETY: `p`/`layout` came from this domain's backend and are dead (caller contract).
         unsafe { self.backend.dealloc(p.as_ptr(), layout) }
@@ -252,6 +265,9 @@ impl AllocationDomain {
         // handed the same address at once); it is restored if the resize fails.
         #[cfg(all(feature = "validation", not(loom)))]
         super::ledger::PROCESS.remove(p, old, self);
+        // The capture's entry leaves for the same reason (one observer for the whole resize).
+        #[cfg(all(feature = "capture", not(loom)))]
+        let capture = self.observer.get().map(|c| (c, c.take(p.as_ptr().addr())));
         // SAFETY: `p`/`old` belong to this backend (caller contract); `new_size > 0` and `new`
         // is a valid layout.
         let q = unsafe { self.backend.realloc(p.as_ptr(), old, new_size) };
@@ -260,12 +276,21 @@ impl AllocationDomain {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(q, new, self);
                 self.counters.on_resize(old.size(), new_size);
+                #[cfg(all(feature = "capture", not(loom)))]
+                if let Some((c, seq)) = capture {
+                    let q = q.as_ptr().addr();
+                    c.on_resize(self, seq, q, old.size(), new_size, old.align());
+                }
                 *ptr = Some(q);
                 Ok(())
             }
             None => {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(p, old, self);
+                #[cfg(all(feature = "capture", not(loom)))]
+                if let Some((c, seq)) = capture {
+                    c.restore(p.as_ptr().addr(), seq, old.size());
+                }
                 self.counters.on_failure();
                 Err(ResizeError::Exhausted(AllocFailed {
                     size: new_size,
@@ -273,5 +298,18 @@ impl AllocationDomain {
                 }))
             }
         }
+    }
+}
+
+#[cfg(all(feature = "capture", not(loom)))]
+impl AllocationDomain {
+    /// Attaches `c` unless a capture is attached (`false` then).
+    pub(crate) fn attach(&self, c: &'static super::capture::ActivityCapture) -> bool {
+        self.observer.attach(c)
+    }
+
+    /// Detaches `c` if it is the one attached.
+    pub(crate) fn detach(&self, c: &'static super::capture::ActivityCapture) {
+        self.observer.detach(c);
     }
 }

@@ -9,6 +9,8 @@
 //! * [`DomainAllocator`] — `allocator_api2::alloc::Allocator` charging a domain.
 //! * [`LinearArena`] / [`ScratchScope`] — bump allocation over caller bytes with lexical
 //!   rewind, enforced by the borrow checker.
+//! * [`ActivityCapture`] (feature `capture`) — bounded, preallocated allocation/free/resize
+//!   records of chosen domains between two quiescent boundaries, with sticky coverage loss.
 //! * [`gauges_json`] — a JSON snapshot of every domain for profilers.
 //!
 //! The library never installs a global allocator: backends are called explicitly.
@@ -16,6 +18,8 @@
 mod adapter;
 mod arena;
 mod backend;
+#[cfg(all(feature = "capture", not(loom)))]
+mod capture;
 mod counters;
 mod domain;
 mod failure;
@@ -34,6 +38,11 @@ mod tag;
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
+#[cfg(all(feature = "capture", not(loom)))]
+pub use capture::{
+    ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,
+    EventKind, LifetimeId, ReconcileError,
+};
 pub use counters::{CounterMode, DomainCounters, MemoryUsage};
 pub use domain::{AllocFailed, AllocationDomain, ResizeError};
 pub use failure::FailureInjector;

@@ -86,6 +86,7 @@ impl Heap {
 
 /// One contender of the memory workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // without `mimalloc` every variant is a system one
 pub enum Contender {
     /// `std::alloc::System` directly.
     RawSystem,

@@ -1,0 +1,689 @@
+//! Activity capture (feature `capture`, seed 001 §11.4–11.5): a bounded, preallocated record of
+//! the allocations, frees and resizes of chosen domains during a session.
+//!
+//! ```text
+//! ActivityCapture ('static, preallocated once)
+//!   events[0 .. cap]    one slot per event; a producer claims index `cursor++`, writes the
+//!                       fields, then stores the session epoch in `ready` (Release)
+//!   live table          address -> (lifetime seq, size), under a mutex that also issues seqs
+//!   loss                sticky bits: events full, live table full, ids exhausted, in flight
+//! CaptureSession        attached to its domains from `begin` to `end`
+//! ```
+//!
+//! Mode: *activity* capture. It observes what starts during the session: existing live bytes
+//! come from the domains' gauges (the report's baseline), a free or resize of a block that
+//! existed before `begin` is labelled unknown-origin (and a resized pre-existing block stays
+//! unknown at its new address). It never claims a whole-domain live set.
+//!
+//! Protocol: `begin` and `end` are quiescent boundaries owned by the caller (no thread is inside
+//! an allocation, free or resize of the captured domains). A capture is `'static`, so a producer
+//! that violates the protocol can cost accuracy (an event lost or late, reported as `IN_FLIGHT`
+//! when the drain sees it) but never memory safety. Nothing here allocates, calls user code or
+//! does I/O on the hot path, so capture cannot recurse into itself; a capture that runs out of
+//! room stops recording and says so, and the domain counters never depend on it.
+
+use std::cell::Cell;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use super::counters::MemoryUsage;
+use super::domain::AllocationDomain;
+
+/// Why a capture's history is incomplete. Bits are sticky for the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CoverageLoss(u32);
+
+impl CoverageLoss {
+    /// The event buffer was full: later events were counted, not stored.
+    pub const EVENTS_FULL: u32 = 1;
+    /// The live table was full: later blocks have no lifetime id, so their frees look
+    /// unknown-origin.
+    pub const LIVE_TABLE_FULL: u32 = 2;
+    /// The session's lifetime sequence reached `u64::MAX`: no identity was reused.
+    pub const IDS_EXHAUSTED: u32 = 4;
+    /// At `end`, a claimed event slot was still unwritten: a producer was inside the capture
+    /// (the caller did not quiesce).
+    pub const IN_FLIGHT: u32 = 8;
+
+    /// No loss: the session's history is complete.
+    pub fn is_complete(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether loss `bit` happened.
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The raw bits.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// A block's identity for one capture session: never reused, never wraps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LifetimeId {
+    /// The session (process-wide, from 1).
+    pub epoch: u64,
+    /// Order of the allocation within the session (from 1).
+    pub seq: u64,
+}
+
+/// What happened to a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A block was allocated.
+    Allocate,
+    /// A block was freed.
+    Free,
+    /// A block changed size (`old_size -> size`), perhaps address.
+    Resize,
+}
+
+/// One record of a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// The block's identity; `None` for a block that existed before the session
+    /// (unknown-origin) or one recorded after the live table filled.
+    pub lifetime: Option<LifetimeId>,
+    /// The domain's tag.
+    pub domain: u32,
+    /// Block address (diagnostic only; addresses are reused).
+    pub address: usize,
+    /// Requested size after the event (the freed size for a free).
+    pub size: usize,
+    /// Size before a resize; 0 otherwise.
+    pub old_size: usize,
+    /// Requested alignment.
+    pub align: usize,
+    /// The emitting thread (a process-wide number, from 1; never a TLS address).
+    pub thread: u64,
+    /// Nanoseconds since `begin` (monotonic).
+    pub time_ns: u64,
+}
+
+/// Why a capture could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    /// A capacity was zero.
+    #[error("capture capacities must be nonzero")]
+    ZeroCapacity,
+    /// The preallocation failed.
+    #[error("could not preallocate a capture of {bytes} bytes")]
+    OutOfMemory {
+        /// Bytes requested.
+        bytes: usize,
+    },
+    /// The capture is already in a session.
+    #[error("the capture is already in a session")]
+    Busy,
+    /// A domain already has a capture attached; nothing was attached.
+    #[error("domain {domain:?} already has a capture attached")]
+    AlreadyAttached {
+        /// The domain's name.
+        domain: String,
+    },
+    /// The session epochs of this process are exhausted.
+    #[error("capture session epochs exhausted")]
+    EpochsExhausted,
+}
+
+/// One event slot: written by the producer that claimed it, published by `ready`.
+#[derive(Debug, Default)]
+struct Slot {
+    /// The session epoch once the fields are written (Release); 0 or an older epoch before.
+    ready: AtomicU64,
+    /// kind (bits 0..8) | align log2 (8..16) | has lifetime (16) | domain tag (32..64)
+    head: AtomicU64,
+    seq: AtomicU64,
+    address: AtomicU64,
+    size: AtomicU64,
+    old_size: AtomicU64,
+    thread: AtomicU64,
+    time_ns: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    /// 0 = empty.
+    addr: usize,
+    /// 0 = unknown origin (a resized pre-existing block).
+    seq: u64,
+    size: usize,
+}
+
+#[derive(Debug)]
+struct Live {
+    /// Open addressing, linear probing, backward-shift deletion; a power of two.
+    table: Box<[Entry]>,
+    len: usize,
+    next_seq: u64,
+}
+
+/// A preallocated activity capture. Make one with [`ActivityCapture::leak`], run sessions
+/// with [`begin`](Self::begin).
+#[derive(Debug)]
+pub struct ActivityCapture {
+    slots: Box<[Slot]>,
+    cursor: AtomicUsize,
+    /// Events claimed past capacity.
+    dropped: AtomicU64,
+    loss: AtomicU32,
+    epoch: AtomicU64,
+    /// Session start, in nanoseconds after [`ANCHOR`].
+    start_ns: AtomicU64,
+    live: Mutex<Live>,
+    in_session: AtomicBool,
+}
+
+static EPOCHS: AtomicU64 = AtomicU64::new(0);
+/// The process's time origin for capture timestamps.
+static ANCHOR: OnceLock<Instant> = OnceLock::new();
+
+fn now_ns() -> u64 {
+    u64::try_from(ANCHOR.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+static THREADS: AtomicU64 = AtomicU64::new(0);
+
+std::thread_local! {
+    static THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+fn thread_number() -> u64 {
+    THREAD.with(|t| {
+        if t.get() == 0 {
+            t.set(THREADS.fetch_add(1, Ordering::Relaxed) + 1);
+        }
+        t.get()
+    })
+}
+
+fn home(addr: usize, mask: usize) -> usize {
+    (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> 7) & mask
+}
+
+impl Live {
+    fn find(&self, addr: usize) -> Option<usize> {
+        let mask = self.table.len() - 1;
+        let mut i = home(addr, mask);
+        for _ in 0..self.table.len() {
+            match self.table[i].addr {
+                0 => return None,
+                a if a == addr => return Some(i),
+                _ => i = (i + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// `false` when full (the table keeps one empty slot so probes end).
+    fn insert(&mut self, e: Entry) -> bool {
+        if self.len + 1 >= self.table.len() {
+            return false;
+        }
+        let mask = self.table.len() - 1;
+        let mut i = home(e.addr, mask);
+        while self.table[i].addr != 0 && self.table[i].addr != e.addr {
+            i = (i + 1) & mask;
+        }
+        if self.table[i].addr == 0 {
+            self.len += 1;
+        }
+        self.table[i] = e;
+        true
+    }
+
+    fn remove(&mut self, addr: usize) -> Option<Entry> {
+        let i = self.find(addr)?;
+        let found = self.table[i];
+        let mask = self.table.len() - 1;
+        let (mut hole, mut j) = (i, (i + 1) & mask);
+        while self.table[j].addr != 0 {
+            let h = home(self.table[j].addr, mask);
+            if (j.wrapping_sub(h) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.table[hole] = self.table[j];
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.table[hole] = Entry::default();
+        self.len -= 1;
+        Some(found)
+    }
+}
+
+impl ActivityCapture {
+    /// Preallocates a capture of `events` event slots and a live table for `live_blocks`
+    /// blocks, for the process lifetime (sessions reuse it).
+    ///
+    /// # Errors
+    /// [`CaptureError::ZeroCapacity`]; [`CaptureError::OutOfMemory`] when the preallocation
+    /// fails (nothing is leaked then).
+    pub fn leak(events: usize, live_blocks: usize) -> Result<&'static Self, CaptureError> {
+        if events == 0 || live_blocks == 0 {
+            return Err(CaptureError::ZeroCapacity);
+        }
+        let table_len = live_blocks
+            .checked_add(1)
+            .and_then(usize::checked_next_power_of_two);
+        let oom = |n: usize, size: usize| CaptureError::OutOfMemory {
+            bytes: n.saturating_mul(size),
+        };
+        let table_len = table_len.ok_or(oom(usize::MAX, 1))?;
+        let mut slots = Vec::new();
+        slots
+            .try_reserve_exact(events)
+            .map_err(|_| oom(events, size_of::<Slot>()))?;
+        slots.resize_with(events, Slot::default);
+        let mut table = Vec::new();
+        table
+            .try_reserve_exact(table_len)
+            .map_err(|_| oom(table_len, size_of::<Entry>()))?;
+        table.resize(table_len, Entry::default());
+        Ok(Box::leak(Box::new(ActivityCapture {
+            slots: slots.into_boxed_slice(),
+            cursor: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
+            loss: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+            start_ns: AtomicU64::new(0),
+            live: Mutex::new(Live {
+                table: table.into_boxed_slice(),
+                len: 0,
+                next_seq: 1,
+            }),
+            in_session: AtomicBool::new(false),
+        })))
+    }
+
+    /// Event slots.
+    pub fn event_capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Starts a session on `domains` at a quiescent boundary the caller owns (no thread inside
+    /// an operation of these domains until this returns). Resets the buffer, the live table
+    /// and the loss bits, records each domain's gauges as the baseline, then attaches.
+    ///
+    /// # Errors
+    /// [`CaptureError::Busy`] if a session runs; [`CaptureError::AlreadyAttached`] if a domain
+    /// has another capture (nothing is attached then); [`CaptureError::EpochsExhausted`].
+    pub fn begin(
+        &'static self,
+        domains: &[&'static AllocationDomain],
+    ) -> Result<CaptureSession, CaptureError> {
+        if self
+            .in_session
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(CaptureError::Busy);
+        }
+        let result = self.begin_locked(domains);
+        if result.is_err() {
+            self.in_session.store(false, Ordering::Release);
+        }
+        result
+    }
+
+    fn begin_locked(
+        &'static self,
+        domains: &[&'static AllocationDomain],
+    ) -> Result<CaptureSession, CaptureError> {
+        let epoch = EPOCHS
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |e| e.checked_add(1))
+            .map_err(|_| CaptureError::EpochsExhausted)?
+            + 1;
+        {
+            let mut live = lock(&self.live);
+            live.table.fill(Entry::default());
+            live.len = 0;
+            live.next_seq = 1;
+        }
+        self.cursor.store(0, Ordering::Relaxed);
+        self.dropped.store(0, Ordering::Relaxed);
+        self.loss.store(0, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+        self.start_ns.store(now_ns(), Ordering::Relaxed);
+        let baseline: Vec<_> = domains.iter().map(|d| d.usage()).collect();
+        for (i, d) in domains.iter().enumerate() {
+            if !d.attach(self) {
+                for d in &domains[..i] {
+                    d.detach(self);
+                }
+                return Err(CaptureError::AlreadyAttached {
+                    domain: d.name().to_owned(),
+                });
+            }
+        }
+        Ok(CaptureSession {
+            capture: self,
+            domains: domains.to_vec(),
+            baseline,
+            epoch,
+        })
+    }
+
+    fn lose(&self, bit: u32) {
+        self.loss.fetch_or(bit, Ordering::Relaxed);
+    }
+
+    fn elapsed_ns(&self) -> u64 {
+        now_ns().saturating_sub(self.start_ns.load(Ordering::Relaxed))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &self,
+        kind: EventKind,
+        seq: u64,
+        d: &AllocationDomain,
+        address: usize,
+        size: usize,
+        old_size: usize,
+        align: usize,
+    ) {
+        let i = self.cursor.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = self.slots.get(i) else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.lose(CoverageLoss::EVENTS_FULL);
+            return;
+        };
+        let kind_bits = match kind {
+            EventKind::Allocate => 0,
+            EventKind::Free => 1,
+            EventKind::Resize => 2,
+        };
+        let head = kind_bits
+            | u64::from(align.trailing_zeros()) << 8
+            | u64::from(seq != 0) << 16
+            | u64::from(d.tag()) << 32;
+        slot.head.store(head, Ordering::Relaxed);
+        slot.seq.store(seq, Ordering::Relaxed);
+        slot.address.store(address as u64, Ordering::Relaxed);
+        slot.size.store(size as u64, Ordering::Relaxed);
+        slot.old_size.store(old_size as u64, Ordering::Relaxed);
+        slot.thread.store(thread_number(), Ordering::Relaxed);
+        slot.time_ns.store(self.elapsed_ns(), Ordering::Relaxed);
+        slot.ready
+            .store(self.epoch.load(Ordering::Relaxed), Ordering::Release);
+    }
+
+    /// Registers a new block (before its pointer is returned) and records it.
+    pub(crate) fn on_allocate(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
+        let seq = {
+            let mut live = lock(&self.live);
+            let seq = live.next_seq;
+            if seq == u64::MAX {
+                self.lose(CoverageLoss::IDS_EXHAUSTED);
+                0
+            } else if live.insert(Entry { addr, seq, size }) {
+                live.next_seq += 1;
+                seq
+            } else {
+                self.lose(CoverageLoss::LIVE_TABLE_FULL);
+                0
+            }
+        };
+        self.emit(EventKind::Allocate, seq, d, addr, size, 0, align);
+    }
+
+    /// Records a free: the entry leaves the table before the backend may reuse the address.
+    pub(crate) fn on_free(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
+        let seq = lock(&self.live).remove(addr).map_or(0, |e| e.seq);
+        self.emit(EventKind::Free, seq, d, addr, size, 0, align);
+    }
+
+    /// First half of a resize: takes the block's entry out of the table before the backend may
+    /// release its address (another thread could be handed it at once). Returns its seq (0:
+    /// unknown origin) for [`on_resize`](Self::on_resize) or [`restore`](Self::restore).
+    pub(crate) fn take(&self, addr: usize) -> u64 {
+        lock(&self.live).remove(addr).map_or(0, |e| e.seq)
+    }
+
+    /// A failed resize: the block keeps its address and identity.
+    pub(crate) fn restore(&self, addr: usize, seq: u64, size: usize) {
+        if !lock(&self.live).insert(Entry { addr, seq, size }) {
+            self.lose(CoverageLoss::LIVE_TABLE_FULL);
+        }
+    }
+
+    /// Second half of a successful resize: the lifetime taken by [`take`](Self::take) (or its
+    /// unknown origin) moves to the new address, and the resize is recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_resize(
+        &self,
+        d: &AllocationDomain,
+        seq: u64,
+        new_addr: usize,
+        old_size: usize,
+        size: usize,
+        align: usize,
+    ) {
+        self.restore(new_addr, seq, size);
+        self.emit(EventKind::Resize, seq, d, new_addr, size, old_size, align);
+    }
+
+    /// The loss bits so far (visible while the session runs).
+    pub fn loss(&self) -> CoverageLoss {
+        CoverageLoss(self.loss.load(Ordering::Relaxed))
+    }
+}
+
+/// Locks a capture mutex; a panic while it was held (none of its critical sections can
+/// panic) would leave the data consistent, so poison is ignored.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running capture session; [`end`](Self::end) it at a quiescent boundary.
+#[derive(Debug)]
+pub struct CaptureSession {
+    capture: &'static ActivityCapture,
+    domains: Vec<&'static AllocationDomain>,
+    baseline: Vec<MemoryUsage>,
+    epoch: u64,
+}
+
+impl CaptureSession {
+    /// The session's epoch (the `epoch` of every [`LifetimeId`] it issues).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The loss bits so far.
+    pub fn loss(&self) -> CoverageLoss {
+        self.capture.loss()
+    }
+
+    /// Detaches from every domain, then drains the events. Call it at a quiescent boundary the
+    /// caller owns; an event slot still unwritten at the drain is reported as `IN_FLIGHT`.
+    pub fn end(self) -> CaptureReport {
+        let c = self.capture;
+        for d in &self.domains {
+            d.detach(c);
+        }
+        let claimed = c.cursor.load(Ordering::Relaxed).min(c.slots.len());
+        let mut events = Vec::with_capacity(claimed);
+        for slot in &c.slots[..claimed] {
+            if slot.ready.load(Ordering::Acquire) != self.epoch {
+                c.lose(CoverageLoss::IN_FLIGHT);
+                continue;
+            }
+            let head = slot.head.load(Ordering::Relaxed);
+            let seq = slot.seq.load(Ordering::Relaxed);
+            events.push(CaptureEvent {
+                kind: match head & 0xff {
+                    0 => EventKind::Allocate,
+                    1 => EventKind::Free,
+                    _ => EventKind::Resize,
+                },
+                lifetime: (head >> 16 & 1 == 1).then_some(LifetimeId {
+                    epoch: self.epoch,
+                    seq,
+                }),
+                domain: (head >> 32) as u32,
+                address: slot.address.load(Ordering::Relaxed) as usize,
+                size: slot.size.load(Ordering::Relaxed) as usize,
+                old_size: slot.old_size.load(Ordering::Relaxed) as usize,
+                align: 1 << ((head >> 8) & 0xff),
+                thread: slot.thread.load(Ordering::Relaxed),
+                time_ns: slot.time_ns.load(Ordering::Relaxed),
+            });
+        }
+        let live = lock(&c.live);
+        let mut still_live: Vec<_> = live
+            .table
+            .iter()
+            .filter(|e| e.addr != 0 && e.seq != 0)
+            .map(|e| {
+                let id = LifetimeId {
+                    epoch: self.epoch,
+                    seq: e.seq,
+                };
+                (id, e.size)
+            })
+            .collect();
+        drop(live);
+        still_live.sort_unstable();
+        let end = self.domains.iter().map(|d| d.usage()).collect();
+        let report = CaptureReport {
+            epoch: self.epoch,
+            domains: self.domains.iter().map(|d| d.tag()).collect(),
+            events,
+            dropped: c.dropped.load(Ordering::Relaxed),
+            loss: c.loss(),
+            baseline: self.baseline,
+            end,
+            still_live,
+        };
+        c.in_session.store(false, Ordering::Release);
+        report
+    }
+}
+
+/// What a session saw, with the domains' gauges at both ends.
+#[derive(Debug, Clone)]
+pub struct CaptureReport {
+    /// The session's epoch.
+    pub epoch: u64,
+    /// Tags of the captured domains, in `begin` order.
+    pub domains: Vec<u32>,
+    /// Every stored event, in claim order.
+    pub events: Vec<CaptureEvent>,
+    /// Events that did not fit.
+    pub dropped: u64,
+    /// Why the history is incomplete, if it is.
+    pub loss: CoverageLoss,
+    /// Each domain's gauges at `begin`.
+    pub baseline: Vec<MemoryUsage>,
+    /// Each domain's gauges at `end`.
+    pub end: Vec<MemoryUsage>,
+    /// Session blocks still live at `end`, with their sizes, by lifetime.
+    pub still_live: Vec<(LifetimeId, usize)>,
+}
+
+/// A session whose events do not explain its domains' gauges.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReconcileError {
+    /// The history is incomplete: no reconciliation is claimed.
+    #[error("the capture lost coverage ({0:?}): nothing to reconcile against")]
+    Incomplete(CoverageLoss),
+    /// A domain's live bytes or blocks differ from baseline plus events.
+    #[error("domain {tag:#010x}: gauges say {gauge_bytes} B / {gauge_blocks} blocks live, baseline plus events say {event_bytes} B / {event_blocks}")]
+    Mismatch {
+        /// The domain.
+        tag: u32,
+        /// Live bytes at end, from the gauges.
+        gauge_bytes: i128,
+        /// Live blocks at end, from the gauges.
+        gauge_blocks: i128,
+        /// Baseline live bytes plus the events' net bytes.
+        event_bytes: i128,
+        /// Baseline live blocks plus the events' net blocks.
+        event_blocks: i128,
+    },
+}
+
+impl CaptureReport {
+    /// Checks, for each domain, that the gauges at `end` equal the baseline plus the events'
+    /// net bytes and blocks. Exact only for a complete history taken between two quiescent
+    /// boundaries with no other capture of the same domains.
+    ///
+    /// # Errors
+    /// [`ReconcileError::Incomplete`] after any loss; [`ReconcileError::Mismatch`].
+    pub fn reconcile(&self) -> Result<(), ReconcileError> {
+        if !self.loss.is_complete() {
+            return Err(ReconcileError::Incomplete(self.loss));
+        }
+        for (i, &tag) in self.domains.iter().enumerate() {
+            let (mut bytes, mut blocks) = (0i128, 0i128);
+            for e in self.events.iter().filter(|e| e.domain == tag) {
+                match e.kind {
+                    EventKind::Allocate => (bytes, blocks) = (bytes + e.size as i128, blocks + 1),
+                    EventKind::Free => (bytes, blocks) = (bytes - e.size as i128, blocks - 1),
+                    EventKind::Resize => bytes += e.size as i128 - e.old_size as i128,
+                }
+            }
+            let (b, end) = (&self.baseline[i], &self.end[i]);
+            let event_bytes = b.live_bytes as i128 + bytes;
+            let event_blocks = b.live_blocks as i128 + blocks;
+            if (end.live_bytes as i128, end.live_blocks as i128) != (event_bytes, event_blocks) {
+                return Err(ReconcileError::Mismatch {
+                    tag,
+                    gauge_bytes: end.live_bytes as i128,
+                    gauge_blocks: end.live_blocks as i128,
+                    event_bytes,
+                    event_blocks,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A domain's observer: null, or a `&'static ActivityCapture`.
+#[derive(Debug)]
+pub(crate) struct Observer(AtomicPtr<ActivityCapture>);
+
+impl Observer {
+    pub(crate) const fn new() -> Self {
+        Self(AtomicPtr::new(core::ptr::null_mut()))
+    }
+
+    /// The attached capture, if any: one load and a branch when idle.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> Option<&'static ActivityCapture> {
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: the only non-null values ever stored come from `&'static ActivityCapture`
+        // (`attach`), which lives for the rest of the process.
+        unsafe { p.as_ref() }
+    }
+
+    pub(crate) fn attach(&self, c: &'static ActivityCapture) -> bool {
+        let p = core::ptr::from_ref(c).cast_mut();
+        self.0
+            .compare_exchange(
+                core::ptr::null_mut(),
+                p,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    pub(crate) fn detach(&self, c: &'static ActivityCapture) {
+        let p = core::ptr::from_ref(c).cast_mut();
+        let _ = self.0.compare_exchange(
+            p,
+            core::ptr::null_mut(),
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
+    }
+}
