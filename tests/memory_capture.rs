@@ -18,7 +18,7 @@ static CAPTURES: std::sync::Mutex<Vec<&'static ActivityCapture>> =
     std::sync::Mutex::new(Vec::new());
 
 fn capture(events: usize, live: usize) -> &'static ActivityCapture {
-    let c = capture(events, live);
+    let c = ActivityCapture::leak(events, live).unwrap();
     CAPTURES.lock().unwrap().push(c);
     c
 }
