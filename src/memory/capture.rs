@@ -23,10 +23,12 @@
 //! room stops recording and says so, and the domain counters never depend on it.
 
 use std::cell::Cell;
-use std::sync::{Mutex, OnceLock};
+use std::ops::DerefMut;
+use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::process;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 
 use super::counters::MemoryUsage;
 use super::domain::AllocationDomain;
@@ -181,14 +183,14 @@ pub struct ActivityCapture {
     in_session: AtomicBool,
 }
 
-static EPOCHS: AtomicU64 = AtomicU64::new(0);
+static EPOCHS: process::AtomicU64 = process::AtomicU64::new(0);
 /// The process's time origin for capture timestamps.
 static ANCHOR: OnceLock<Instant> = OnceLock::new();
 
 fn now_ns() -> u64 {
     u64::try_from(ANCHOR.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
-static THREADS: AtomicU64 = AtomicU64::new(0);
+static THREADS: process::AtomicU64 = process::AtomicU64::new(0);
 
 std::thread_local! {
     static THREAD: Cell<u64> = const { Cell::new(0) };
@@ -197,7 +199,7 @@ std::thread_local! {
 fn thread_number() -> u64 {
     THREAD.with(|t| {
         if t.get() == 0 {
-            t.set(THREADS.fetch_add(1, Ordering::Relaxed) + 1);
+            t.set(THREADS.fetch_add(1, process::Ordering::Relaxed) + 1);
         }
         t.get()
     })
@@ -336,7 +338,11 @@ impl ActivityCapture {
         domains: &[&'static AllocationDomain],
     ) -> Result<CaptureSession, CaptureError> {
         let epoch = EPOCHS
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |e| e.checked_add(1))
+            .fetch_update(
+                process::Ordering::Relaxed,
+                process::Ordering::Relaxed,
+                |e| e.checked_add(1),
+            )
             .map_err(|_| CaptureError::EpochsExhausted)?
             + 1;
         {
@@ -415,6 +421,7 @@ impl ActivityCapture {
     }
 
     /// Registers a new block (before its pointer is returned) and records it.
+    #[inline(never)] // keeps the domain's hot path small enough to inline
     pub(crate) fn on_allocate(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
         let seq = {
             let mut live = lock(&self.live);
@@ -434,6 +441,7 @@ impl ActivityCapture {
     }
 
     /// Records a free: the entry leaves the table before the backend may reuse the address.
+    #[inline(never)] // keeps the domain's hot path small enough to inline
     pub(crate) fn on_free(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
         let seq = lock(&self.live).remove(addr).map_or(0, |e| e.seq);
         self.emit(EventKind::Free, seq, d, addr, size, 0, align);
@@ -477,7 +485,7 @@ impl ActivityCapture {
 
 /// Locks a capture mutex; a panic while it was held (none of its critical sections can
 /// panic) would leave the data consistent, so poison is ignored.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(m: &Mutex<T>) -> impl DerefMut<Target = T> + '_ {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -652,7 +660,13 @@ impl CaptureReport {
 pub(crate) struct Observer(AtomicPtr<ActivityCapture>);
 
 impl Observer {
+    #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
+        Self(AtomicPtr::new(core::ptr::null_mut()))
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
         Self(AtomicPtr::new(core::ptr::null_mut()))
     }
 

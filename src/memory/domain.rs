@@ -49,7 +49,7 @@ pub struct AllocationDomain {
     tag: u32,
     backend: Backend,
     counters: DomainCounters,
-    #[cfg(all(feature = "capture", not(loom)))]
+    #[cfg(feature = "capture")]
     observer: super::capture::Observer,
 }
 
@@ -62,7 +62,7 @@ impl AllocationDomain {
             name,
             backend,
             counters: DomainCounters::new(mode),
-            #[cfg(all(feature = "capture", not(loom)))]
+            #[cfg(feature = "capture")]
             observer: super::capture::Observer::new(),
         }
     }
@@ -75,6 +75,8 @@ impl AllocationDomain {
             name,
             backend,
             counters: DomainCounters::new(mode),
+            #[cfg(feature = "capture")]
+            observer: super::capture::Observer::new(),
         }
     }
 
@@ -159,7 +161,7 @@ impl AllocationDomain {
     ///
     /// # Errors
     /// [`AllocFailed`] when the backend refuses; only `failures` is counted.
-    #[inline]
+    #[inline(always)] // the byte API is the hot path: inline into every caller
     pub fn try_allocate(
         &self,
         layout: AllocationLayout,
@@ -174,7 +176,7 @@ impl AllocationDomain {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(p, layout, self);
                 self.counters.on_allocate(layout.size());
-                #[cfg(all(feature = "capture", not(loom)))]
+                #[cfg(feature = "capture")]
                 if let Some(c) = self.observer.get() {
                     c.on_allocate(self, p.as_ptr().addr(), layout.size(), layout.align());
                 }
@@ -198,7 +200,7 @@ impl AllocationDomain {
     /// (the current size after resizes), has not been freed, and is not used afterwards.
     /// With the `validation` feature, violations found by the ledger panic before any memory
     /// is touched.
-    #[inline]
+    #[inline(always)] // the byte API is the hot path: inline into every caller
     pub unsafe fn free(&self, ptr: Option<NonNull<u8>>, layout: AllocationLayout) {
         let Some(p) = ptr else { return };
         if layout.size() == 0 {
@@ -208,7 +210,7 @@ impl AllocationDomain {
         #[cfg(all(feature = "validation", not(loom)))]
         super::ledger::PROCESS.remove(p, layout, self);
         // The capture drops the block's entry before the backend may hand the address out again.
-        #[cfg(all(feature = "capture", not(loom)))]
+        #[cfg(feature = "capture")]
         if let Some(c) = self.observer.get() {
             c.on_free(self, p.as_ptr().addr(), layout.size(), layout.align());
         }
@@ -266,7 +268,7 @@ impl AllocationDomain {
         #[cfg(all(feature = "validation", not(loom)))]
         super::ledger::PROCESS.remove(p, old, self);
         // The capture's entry leaves for the same reason (one observer for the whole resize).
-        #[cfg(all(feature = "capture", not(loom)))]
+        #[cfg(feature = "capture")]
         let capture = self.observer.get().map(|c| (c, c.take(p.as_ptr().addr())));
         // SAFETY: `p`/`old` belong to this backend (caller contract); `new_size > 0` and `new`
         // is a valid layout.
@@ -276,7 +278,7 @@ impl AllocationDomain {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(q, new, self);
                 self.counters.on_resize(old.size(), new_size);
-                #[cfg(all(feature = "capture", not(loom)))]
+                #[cfg(feature = "capture")]
                 if let Some((c, seq)) = capture {
                     let q = q.as_ptr().addr();
                     c.on_resize(self, seq, q, old.size(), new_size, old.align());
@@ -287,7 +289,7 @@ impl AllocationDomain {
             None => {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(p, old, self);
-                #[cfg(all(feature = "capture", not(loom)))]
+                #[cfg(feature = "capture")]
                 if let Some((c, seq)) = capture {
                     c.restore(p.as_ptr().addr(), seq, old.size());
                 }
@@ -301,7 +303,7 @@ impl AllocationDomain {
     }
 }
 
-#[cfg(all(feature = "capture", not(loom)))]
+#[cfg(feature = "capture")]
 impl AllocationDomain {
     /// Attaches `c` unless a capture is attached (`false` then).
     pub(crate) fn attach(&self, c: &'static super::capture::ActivityCapture) -> bool {

@@ -18,7 +18,7 @@
 mod adapter;
 mod arena;
 mod backend;
-#[cfg(all(feature = "capture", not(loom)))]
+#[cfg(feature = "capture")]
 mod capture;
 mod counters;
 mod domain;
@@ -38,7 +38,7 @@ mod tag;
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
-#[cfg(all(feature = "capture", not(loom)))]
+#[cfg(feature = "capture")]
 pub use capture::{
     ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,
     EventKind, LifetimeId, ReconcileError,

@@ -429,8 +429,73 @@ fn bench_accounting(c: &mut Criterion) {
     g.finish();
 }
 
+/// Active capture cost per event (feature `capture`): the same pair with a session attached,
+/// begun again every batch so the buffer never fills (the drain is outside the timing).
+#[cfg(feature = "capture")]
+fn bench_capture(c: &mut Criterion) {
+    use ludus::memory::ActivityCapture;
+    const BATCH: u64 = 1 << 14;
+    let mut g = c.benchmark_group("capture_alloc_free_64");
+    g.throughput(Throughput::Elements(1));
+    let l = AllocationLayout::new(64, 8).unwrap();
+    let d = domain(Backend::BUILD, CounterMode::Sharded);
+    let cap = ActivityCapture::leak(2 * BATCH as usize, 64).unwrap();
+    for (name, active) in [("ludus_idle", false), ("ludus_capturing", true)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                let mut left = iters;
+                while left > 0 {
+                    let n = left.min(BATCH);
+                    left -= n;
+                    let session = active.then(|| cap.begin(&[d]).unwrap());
+                    let t = std::time::Instant::now();
+                    for _ in 0..n {
+                        let p = d.try_allocate(black_box(l)).unwrap();
+                        // SAFETY: `p` came from `d` with `l`.
+                        unsafe { d.free(black_box(p), l) };
+                    }
+                    total += t.elapsed();
+                    if let Some(s) = session {
+                        let r = s.end();
+                        assert!(r.loss.is_complete());
+                        black_box(r.events.len());
+                    }
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+#[cfg(not(feature = "capture"))]
+fn bench_capture(_: &mut Criterion) {}
+
+/// The counters alone (no backend): one allocation and one free recorded, per mode.
+fn bench_counters(c: &mut Criterion) {
+    use ludus::memory::DomainCounters;
+    let mut g = c.benchmark_group("counters_pair");
+    g.throughput(Throughput::Elements(1));
+    for (name, mode) in [
+        ("ludus_sharded", CounterMode::Sharded),
+        ("ludus_exact", CounterMode::Exact),
+    ] {
+        let counters = DomainCounters::new(mode);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                counters.on_allocate(black_box(64));
+                counters.on_free(black_box(64));
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    bench_counters,
+    bench_capture,
     bench_small_blocks,
     bench_mixed,
     bench_large,
