@@ -4,7 +4,6 @@
 //! it either has the whole event or reports the slot in flight.
 #![cfg(loom)]
 
-use loom::sync::Arc;
 use loom::thread;
 use ludus::memory::{
     ActivityCapture, AllocationDomain, AllocationLayout, Backend, CoverageLoss, EventKind,
