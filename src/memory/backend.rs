@@ -47,7 +47,7 @@ impl Backend {
     ///
     /// # Safety
     /// `layout.size() > 0`.
-    #[inline]
+    #[inline(always)] // part of the byte API's hot path
     pub(crate) unsafe fn alloc(self, layout: AllocationLayout) -> *mut u8 {
         debug_assert!(layout.size() > 0, "zero-size request reached the backend");
         let l = layout.to_layout();
@@ -73,7 +73,7 @@ impl Backend {
     /// # Safety
     /// `ptr` came from `alloc`/`realloc` of this same backend with exactly `layout`, and is
     /// not used afterwards.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn dealloc(self, ptr: *mut u8, layout: AllocationLayout) {
         let l = layout.to_layout();
         match self {
