@@ -164,6 +164,13 @@ fn sessions_are_exclusive_and_a_refused_begin_attaches_nothing() {
         ActivityCapture::leak(0, 4).unwrap_err(),
         CaptureError::ZeroCapacity
     );
+    // A session dropped without `end` detaches and frees the capture for another session.
+    let dropped = cap.begin(&[d1, d2]).unwrap();
+    drop(dropped);
+    let s3 = other.begin(&[d1, d2]).unwrap();
+    drop(s3);
+    cap.begin(&[]).unwrap().end();
+    cap.begin(&[d1]).unwrap().end().reconcile().unwrap();
 }
 
 #[test]

@@ -372,6 +372,7 @@ impl ActivityCapture {
             domains: domains.to_vec(),
             baseline,
             epoch,
+            open: true,
         })
     }
 
@@ -496,6 +497,8 @@ pub struct CaptureSession {
     domains: Vec<&'static AllocationDomain>,
     baseline: Vec<MemoryUsage>,
     epoch: u64,
+    /// Until `end` or drop: the capture is this session's.
+    open: bool,
 }
 
 impl CaptureSession {
@@ -511,11 +514,9 @@ impl CaptureSession {
 
     /// Detaches from every domain, then drains the events. Call it at a quiescent boundary the
     /// caller owns; an event slot still unwritten at the drain is reported as `IN_FLIGHT`.
-    pub fn end(self) -> CaptureReport {
+    pub fn end(mut self) -> CaptureReport {
         let c = self.capture;
-        for d in &self.domains {
-            d.detach(c);
-        }
+        self.detach_all();
         let claimed = c.cursor.load(Ordering::Relaxed).min(c.slots.len());
         let mut events = Vec::with_capacity(claimed);
         for slot in &c.slots[..claimed] {
@@ -566,12 +567,33 @@ impl CaptureSession {
             events,
             dropped: c.dropped.load(Ordering::Relaxed),
             loss: c.loss(),
-            baseline: self.baseline,
+            baseline: core::mem::take(&mut self.baseline),
             end,
             still_live,
         };
-        c.in_session.store(false, Ordering::Release);
+        self.release();
         report
+    }
+
+    fn detach_all(&self) {
+        for d in &self.domains {
+            d.detach(self.capture);
+        }
+    }
+
+    /// Lets the capture start another session (once, at `end` or drop).
+    fn release(&mut self) {
+        if core::mem::take(&mut self.open) {
+            self.capture.in_session.store(false, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for CaptureSession {
+    /// A session dropped without [`end`](Self::end) detaches and discards its events.
+    fn drop(&mut self) {
+        self.detach_all();
+        self.release();
     }
 }
 
