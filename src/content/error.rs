@@ -27,7 +27,7 @@ impl<T: fmt::Display> fmt::Display for Line<T> {
     }
 }
 
-/// Writes through to `f`, escaping what [`Text`] (`all`) or [`Line`] escape.
+/// Writes through to `f`, escaping what `Text` (`all`) or `Line` escape.
 struct Escape<'a, 'b> {
     f: &'a mut fmt::Formatter<'b>,
     all: bool,
@@ -167,7 +167,7 @@ impl<K> Fault<K> {
 
 impl<K: fmt::Display> fmt::Display for Fault<K> {
     /// `at $.entities[3].components.enemy: MESSAGE` (`at $: MESSAGE` for the root); member
-    /// names are escaped as [`Text`], so the line stays one line.
+    /// names are escaped as `Text`, so the line stays one line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("at $")?;
         for step in &self.path {
