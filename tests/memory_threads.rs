@@ -5,6 +5,7 @@
 
 mod memory_common;
 
+use std::ptr::NonNull;
 use std::sync::{mpsc, Arc, Barrier};
 
 use ludus::memory::{
@@ -19,19 +20,21 @@ fn fresh(mode: CounterMode) -> &'static AllocationDomain {
     keep(AllocationDomain::with_mode("threads", Backend::BUILD, mode).unwrap())
 }
 
-/// A block as plain address + size, so it can cross threads.
-struct Block(usize, AllocationLayout);
+/// A block and its layout, moved (never shared) between threads.
+struct Block(NonNull<u8>, AllocationLayout);
+
+// SAFETY: a `Block` owns its bytes exclusively; moving it to another thread moves that
+// ownership (the domain's free may run on any thread).
+unsafe impl Send for Block {}
 
 fn alloc(d: &AllocationDomain, size: usize) -> Block {
     let l = AllocationLayout::new(size, 8).unwrap();
-    let p = d.try_allocate(l).unwrap().unwrap();
-    Block(p.as_ptr().expose_provenance(), l)
+    Block(d.try_allocate(l).unwrap().unwrap(), l)
 }
 
 fn free(d: &AllocationDomain, b: Block) {
-    let p = std::ptr::NonNull::new(std::ptr::with_exposed_provenance_mut::<u8>(b.0));
     // SAFETY: `b` came from `alloc` on `d` with its layout and is freed once.
-    unsafe { d.free(p, b.1) };
+    unsafe { d.free(Some(b.0), b.1) };
 }
 
 fn assert_quiescent(u: MemoryUsage, allocations: u64, bytes: u64) {
