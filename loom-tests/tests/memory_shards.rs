@@ -32,9 +32,8 @@ fn slot_registration_is_exclusive() {
         };
         let mine = slots.claim().map(|l| l.index());
         let theirs = other.join().unwrap();
-        // Both got one (two slots for two threads); leases held at once never share a slot.
-        // `mine` was dropped before the join, so equal indices are a hand-on, not a clash: only
-        // a clash while both are held is a failure, which the next model checks directly.
+        // Two slots for two threads: both claims succeed. (Each lease is dropped at once, so
+        // equal indices here are a hand-on; leases held together are the next model's case.)
         assert!(mine.is_some() && theirs.is_some());
         let a = slots.claim().unwrap();
         let b = slots.claim().unwrap();
