@@ -137,10 +137,10 @@ fn count(c: &AtomicU64, order: crate::sync::Ordering) {
     c.store(c.load(Relaxed).wrapping_add(1), order);
 }
 
-impl Shard {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Self {
+/// A zeroed shard (one body for the `const` and the loom constructor).
+macro_rules! zeroed_shard {
+    () => {
+        Shard {
             allocated: AtomicU64::new(0),
             freed: AtomicU64::new(0),
             allocations: AtomicU64::new(0),
@@ -148,18 +148,18 @@ impl Shard {
             reallocations: AtomicU64::new(0),
             peak: AtomicU64::new(0),
         }
+    };
+}
+
+impl Shard {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        zeroed_shard!()
     }
 
     #[cfg(loom)]
     fn new() -> Self {
-        Self {
-            allocated: AtomicU64::new(0),
-            freed: AtomicU64::new(0),
-            allocations: AtomicU64::new(0),
-            frees: AtomicU64::new(0),
-            reallocations: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
-        }
+        zeroed_shard!()
     }
 
     #[inline(always)]

@@ -37,7 +37,7 @@ mod fresh;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use common::{Block, Contender, Heap, Rng};
+use common::{assert_quiescent, Block, Contender, Heap, Rng};
 use serde::Serialize;
 
 /// One sample, taken at the end of a phase.
@@ -248,14 +248,7 @@ fn run_contender(c: Contender, smoke: bool) -> Run {
     }
     std::hint::black_box(w.sum);
     assert_eq!(w.tally, 0, "the workload freed every block");
-    if let Some(d) = w.heap.domain() {
-        let u = d.usage();
-        assert!(
-            u.live_bytes == 0 && u.live_blocks == 0,
-            "domain {} did not reconcile at quiescence: {u:?}",
-            d.name()
-        );
-    }
+    assert_quiescent(w.heap);
     Run {
         contender: c.name(),
         backend: c.backend_name(),

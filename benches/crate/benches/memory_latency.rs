@@ -27,7 +27,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use common::{layout, Block, Contender, Heap, Rng};
+use common::{assert_quiescent, layout, Block, Contender, Heap, Rng};
 use serde::Serialize;
 
 /// Slots of the retained set.
@@ -183,14 +183,7 @@ fn run_contender(c: Contender, smoke: bool) -> Run {
         // SAFETY: a block of the set, freed once.
         sum = sum.wrapping_add(unsafe { b.read_and_free(h) });
     }
-    if let Some(d) = h.domain() {
-        let u = d.usage();
-        assert!(
-            u.live_bytes == 0 && u.live_blocks == 0,
-            "domain {} did not reconcile at quiescence: {u:?}",
-            d.name()
-        );
-    }
+    assert_quiescent(h);
     Run {
         contender: c.name(),
         backend: c.backend_name(),

@@ -373,6 +373,19 @@ pub fn live(heaps: &[Heap]) -> Vec<(&'static str, usize, usize)> {
         .collect()
 }
 
+/// Panics unless `h`'s domain (if it is a ludus heap) holds no live bytes or blocks: what a
+/// workload that freed everything must leave.
+pub fn assert_quiescent(h: Heap) {
+    if let Some(d) = h.domain() {
+        let u = d.usage();
+        assert!(
+            u.live_bytes == 0 && u.live_blocks == 0,
+            "domain {} did not reconcile at quiescence: {u:?}",
+            d.name()
+        );
+    }
+}
+
 /// Panics unless every domain's live bytes and blocks are back at `before` (reconciliation at a
 /// quiescent boundary: every thread of the workload has finished).
 pub fn assert_reconciled(what: &str, before: &[(&'static str, usize, usize)], heaps: &[Heap]) {
