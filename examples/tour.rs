@@ -200,13 +200,15 @@ fn content() -> Result<(), Box<dyn std::error::Error>> {
         save_world_bytes(&level, scope, "ludus.tour.v1", document)
     })?;
     let text = String::from_utf8_lossy(&bytes);
+    // The line layout: one entity per line, so one entity's edit is one line of a diff.
     let target_line = text
         .lines()
         .find(|l| l.contains("\"target\""))
         .unwrap_or("")
-        .trim();
+        .trim()
+        .trim_end_matches(',');
     println!(
-        "  saved {} bytes; the scout's link: {target_line}",
+        "  saved {} bytes, one entity per line; the scout's: {target_line}",
         bytes.len()
     );
     let mut fresh = Level::try_new_durable(64, DurableConfig::default())?;

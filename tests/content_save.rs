@@ -4,7 +4,7 @@
 mod content_common;
 
 use content_common::*;
-use ludus::content::{restore_world, save_world, save_world_bytes, SaveError, WorldV2};
+use ludus::content::{restore_world, save_world, save_world_bytes, EntityV2, SaveError, WorldV2};
 use ludus::identity::PersistentObjectKey;
 use ludus::prelude::*;
 use std::path::Path;
@@ -54,7 +54,7 @@ fn handles_become_uuids_and_a_reference_resolves_across_the_round_trip() {
     let record = save_world(&w, instance(0), SCHEMA, document()).unwrap();
     let text = String::from_utf8(record.to_bytes()).unwrap();
     assert!(
-        text.contains(&format!("\"target\": \"{}\"", uuid_text(1))),
+        text.contains(&format!("\"target\":\"{}\"", uuid_text(1))),
         "{text}"
     );
     assert!(!text.contains("owner") && !text.contains("generation"));
@@ -142,4 +142,140 @@ fn only_the_instance_scope_is_saved() {
         .unwrap()
         .entities
         .is_empty());
+}
+
+/// The label rule of a plain model: 1–64 ASCII letters, digits, `_ - . :`.
+fn model_legacy(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b))
+}
+
+/// A v4 UUID text from `bits`; `shared` puts it in one bucket (the top 16 bits fixed).
+fn crafted_uuid(bits: u64, shared: bool) -> String {
+    let hi = if shared {
+        0xabcd_0000 | (bits >> 48) as u32 & 0xffff
+    } else {
+        (bits >> 32) as u32
+    };
+    format!(
+        "{hi:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        (bits >> 16) as u16,
+        (bits >> 4) as u16 & 0xfff,
+        bits as u16 & 0xfff,
+        bits.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16
+    )
+}
+
+/// Enough entities for the bucketed sorts (4096 and more), half of them sharing their top 16
+/// UUID bits, in scrambled slot order, with repeated names, names that spell saved UUIDs and
+/// names that are not legacy ids: the saved order and labels match a plain model.
+#[test]
+#[cfg_attr(miri, ignore = "5000 entities: too slow under Miri")]
+fn a_large_save_matches_a_plain_model() {
+    let n = 5000u64;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let uuids: Vec<String> = (0..n).map(|i| crafted_uuid(next(), i % 2 == 0)).collect();
+    let entities: Vec<EntityV2> = (0..n as usize)
+        .map(|i| {
+            let name = match i % 5 {
+                0 => format!("dup{}", i % 7),
+                1 => uuids[(i * 13) % n as usize].clone(),
+                2 => format!("not legal {i}"),
+                _ => format!("e{i}"),
+            };
+            let mut e = entity(i as u64, Some(&uuids[(i * 31 + 7) % n as usize]));
+            e.uuid = uuids[i].parse().unwrap();
+            e.label = format!("l{i}");
+            e.name = name;
+            e
+        })
+        .collect();
+    let record = WorldV2 {
+        schema: SCHEMA.into(),
+        document: document(),
+        entities,
+    };
+    let config = DurableConfig {
+        name_bytes: 1 << 20,
+        ..DurableConfig::default()
+    };
+    let mut w = Level::try_new_durable(n as usize, config).unwrap();
+    w.begin_structural();
+    restore_world(&record, instance(0), &mut w).unwrap();
+    let bytes = save_world_bytes(&w, instance(0), SCHEMA, document()).unwrap();
+    let saved = WorldV2::from_slice(Path::new("saved"), &bytes).unwrap();
+    assert_eq!(saved.to_bytes(), bytes);
+    // The model: UUID byte order; a legacy-id name is the label unless it spells a saved
+    // UUID or an earlier entity took it.
+    let mut expected: Vec<(Vec<u8>, String, String)> = record
+        .entities
+        .iter()
+        .map(|e| {
+            (
+                e.uuid.as_bytes().to_vec(),
+                e.uuid.to_string(),
+                e.name.clone(),
+            )
+        })
+        .collect();
+    expected.sort();
+    let all: std::collections::HashSet<&str> = uuids.iter().map(String::as_str).collect();
+    let mut taken = std::collections::HashSet::new();
+    let labels: Vec<(String, String)> = expected
+        .iter()
+        .map(|(_, uuid, name)| {
+            let label = if model_legacy(name) && !all.contains(name.as_str()) && taken.insert(name)
+            {
+                name.clone()
+            } else {
+                uuid.clone()
+            };
+            (uuid.clone(), label)
+        })
+        .collect();
+    let got: Vec<(String, String)> = saved
+        .entities
+        .iter()
+        .map(|e| (e.uuid.to_string(), e.label.clone()))
+        .collect();
+    assert_eq!(got, labels);
+    let names: Vec<&str> = saved.entities.iter().map(|e| e.name.as_str()).collect();
+    let want: Vec<&str> = expected.iter().map(|(_, _, n)| n.as_str()).collect();
+    assert_eq!(names, want);
+}
+
+/// Of several entities that cannot be saved, the one reported is the first in UUID order,
+/// whatever the slot order.
+#[test]
+fn the_failure_reported_is_the_first_in_uuid_order() {
+    let mut record = ring(4);
+    record.entities.reverse();
+    let mut w = level(16);
+    let r = restore_world(&record, instance(0), &mut w).unwrap();
+    let loose = w.create().unwrap();
+    // Document order is 3, 2, 1, 0, so slots run against UUID order.
+    for &e in &r.entities[1..] {
+        w.insert(
+            e,
+            Enemy {
+                target: loose,
+                speed: 1,
+                _pad: 0,
+            },
+        )
+        .unwrap();
+    }
+    let err = save_world(&w, instance(0), SCHEMA, document()).unwrap_err();
+    assert!(
+        matches!(err, SaveError::UnsavedTarget { entity, .. } if entity == object(0)),
+        "{err}"
+    );
 }

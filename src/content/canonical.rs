@@ -1,22 +1,15 @@
-//! The canonical JSON writer of content values: what `serde_json::to_writer_pretty` writes
-//! for the same value held as a `serde_json::Value` (members sorted by name at every depth,
-//! two-space indent), written straight from a value's `Serialize` impl, without building the
-//! `Value`.
+//! The canonical JSON writer of content values: what `serde_json::to_writer` writes for the
+//! same value held as a `serde_json::Value` (compact, members sorted by name at every depth),
+//! written straight from a value's `Serialize` impl, without building the `Value`.
 //!
 //! ```text
-//! {                 an object: "{", then per member "\n" + indent + "\"name\": " + value,
-//!   "a": 1,         members joined by ",", then "\n" + outer indent + "}"; "{}" when empty
-//!   "b": [          arrays alike with "[" "]"; "[]" when empty
-//!     2
-//!   ]
-//! }
+//! {"a":1,"b":[2,{"c":3}],"d":{}}
 //! ```
 //!
 //! Floats are written in their shortest round-trip form (`f32` as an `f32`: `0.1`, not the
 //! `f64` expansion); non-finite floats are refused (JSON has no spelling for them and a record
 //! would not restore). Enum variants with data are refused (no plain-data component has them).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::ser::{self, Serialize};
@@ -41,41 +34,46 @@ impl ser::Error for CanonError {
 
 type R = Result<(), CanonError>;
 
-/// Writes `n` levels of two-space indent.
-pub(crate) fn indent(out: &mut Vec<u8>, n: usize) {
-    for _ in 0..n {
-        out.extend_from_slice(b"  ");
-    }
-}
-
 /// Writes `s` as a JSON string (serde_json's escaping).
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    escape(out, s);
+}
+
+/// Writes `s` as a JSON string; true when some byte needed an escape (the text between the
+/// quotes is then not `s`'s bytes).
+fn escape(out: &mut Vec<u8>, s: &str) -> bool {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Nothing to escape: serde_json would copy the bytes between the quotes.
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        false
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+        true
+    }
 }
 
 /// Scratch reused across values: spans of the objects being written (a stack), and room to
 /// reorder one object's members.
 #[derive(Debug, Default)]
 pub(crate) struct Ctx {
-    /// `(name, start, end)` of each member's `"name": value` text in the output.
-    spans: Vec<(Cow<'static, str>, usize, usize)>,
+    /// Each member's `"name":value` text in the output (a stack over the open objects).
+    spans: Vec<Span>,
+    /// The sorted order of one object's spans (free again once that object is written).
+    order: Vec<usize>,
     scratch: Vec<u8>,
 }
 
-/// Writes `value` canonically, as a value nested `level` levels deep.
-pub(crate) fn write<T: Serialize + ?Sized>(
-    out: &mut Vec<u8>,
-    level: usize,
-    ctx: &mut Ctx,
-    value: &T,
-) -> R {
-    value.serialize(Canon { out, level, ctx })
+/// Writes `value` canonically.
+pub(crate) fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, ctx: &mut Ctx, value: &T) -> R {
+    value.serialize(Canon { out, ctx })
 }
 
 struct Canon<'a> {
     out: &'a mut Vec<u8>,
-    level: usize,
     ctx: &'a mut Ctx,
 }
 
@@ -85,45 +83,78 @@ impl Canon<'_> {
     }
 }
 
+/// One member's text: `out[start..key_end]` is its quoted name, `out[start..end]` the whole
+/// `"name":value`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
 /// The members of an object being written, in the order they come; [`finish`](Self::finish)
 /// reorders them by name when they did not come sorted.
 struct Members<'a> {
     out: &'a mut Vec<u8>,
-    level: usize,
     ctx: &'a mut Ctx,
     /// This object's first span in `ctx.spans`.
     base: usize,
     /// Where its first member starts (just past `{`).
     open: usize,
+    /// Some name needed an escape: names are compared decoded, not as written.
+    escaped: bool,
     key: Option<String>,
 }
 
+/// Whether the `n` members came sorted by name (`name(i)` of the `i`-th); if not, fills
+/// `order` with their sorted order. Refuses a name given twice.
+fn sort_members<'k, K: Ord + ?Sized + 'k>(
+    order: &mut Vec<usize>,
+    n: usize,
+    name: impl Fn(usize) -> &'k K,
+) -> Result<bool, CanonError> {
+    if (1..n).all(|i| name(i - 1) < name(i)) {
+        return Ok(true);
+    }
+    order.clear();
+    order.extend(0..n);
+    order.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+    if order.windows(2).any(|w| name(w[0]) == name(w[1])) {
+        return Err(CanonError("a member is named twice".into()));
+    }
+    Ok(false)
+}
+
 impl<'a> Members<'a> {
-    fn new(out: &'a mut Vec<u8>, level: usize, ctx: &'a mut Ctx) -> Self {
+    fn new(out: &'a mut Vec<u8>, ctx: &'a mut Ctx) -> Self {
         out.push(b'{');
         let open = out.len();
         let base = ctx.spans.len();
         Self {
             out,
-            level,
             ctx,
             base,
             open,
+            escaped: false,
             key: None,
         }
     }
 
-    fn member<T: Serialize + ?Sized>(&mut self, name: Cow<'static, str>, value: &T) -> R {
-        let first = self.ctx.spans.len() == self.base;
-        self.out
-            .extend_from_slice(if first { b"\n" } else { b",\n" });
-        indent(self.out, self.level + 1);
+    fn member<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> R {
+        if self.ctx.spans.len() != self.base {
+            self.out.push(b',');
+        }
         let start = self.out.len();
-        string(self.out, &name);
-        self.out.extend_from_slice(b": ");
-        write(self.out, self.level + 1, self.ctx, value)?;
+        self.escaped |= escape(self.out, name);
+        let key_end = self.out.len();
+        self.out.push(b':');
+        write(self.out, self.ctx, value)?;
         let end = self.out.len();
-        self.ctx.spans.push((name, start, end));
+        self.ctx.spans.push(Span {
+            start,
+            key_end,
+            end,
+        });
         Ok(())
     }
 
@@ -133,28 +164,36 @@ impl<'a> Members<'a> {
             self.out.push(b'}');
             return Ok(());
         }
-        if !spans.windows(2).all(|w| w[0].0 < w[1].0) {
-            let mut order: Vec<usize> = (0..spans.len()).collect();
-            order.sort_by(|&a, &b| spans[a].0.cmp(&spans[b].0));
-            if order.windows(2).any(|w| spans[w[0]].0 == spans[w[1]].0) {
-                return Err(CanonError("a member is named twice".into()));
-            }
+        let order = &mut self.ctx.order;
+        let sorted = if self.escaped {
+            let names = spans
+                .iter()
+                .map(|s| serde_json::from_slice::<String>(&self.out[s.start..s.key_end]))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CanonError(e.to_string()))?;
+            sort_members(order, spans.len(), |i| &names[i])?
+        } else {
+            // Unescaped names are their own bytes between the quotes.
+            let out = &*self.out;
+            sort_members(order, spans.len(), |i| {
+                &out[spans[i].start + 1..spans[i].key_end - 1]
+            })?
+        };
+        if !sorted {
             let scratch = &mut self.ctx.scratch;
             scratch.clear();
             scratch.extend_from_slice(&self.out[self.open..]);
             self.out.truncate(self.open);
             for (i, &k) in order.iter().enumerate() {
-                let (_, start, end) = &spans[k];
-                self.out
-                    .extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-                indent(self.out, self.level + 1);
+                let Span { start, end, .. } = &spans[k];
+                if i != 0 {
+                    self.out.push(b',');
+                }
                 self.out
                     .extend_from_slice(&scratch[start - self.open..end - self.open]);
             }
         }
         self.ctx.spans.truncate(self.base);
-        self.out.push(b'\n');
-        indent(self.out, self.level);
         self.out.push(b'}');
         Ok(())
     }
@@ -163,28 +202,20 @@ impl<'a> Members<'a> {
 /// The elements of an array being written.
 struct Elements<'a> {
     out: &'a mut Vec<u8>,
-    level: usize,
     ctx: &'a mut Ctx,
     any: bool,
 }
 
 impl Elements<'_> {
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-        self.out
-            .extend_from_slice(if self.any { b",\n" } else { b"[\n" });
+        self.out.push(if self.any { b',' } else { b'[' });
         self.any = true;
-        indent(self.out, self.level + 1);
-        write(self.out, self.level + 1, self.ctx, value)
+        write(self.out, self.ctx, value)
     }
 
     fn finish(self) -> R {
-        if self.any {
-            self.out.push(b'\n');
-            indent(self.out, self.level);
-            self.out.push(b']');
-        } else {
-            self.out.extend_from_slice(b"[]");
-        }
+        self.out
+            .extend_from_slice(if self.any { b"]" } else { b"[]" });
         Ok(())
     }
 }
@@ -298,7 +329,6 @@ impl<'a> ser::Serializer for Canon<'a> {
     fn serialize_seq(self, _: Option<usize>) -> Result<Elements<'a>, CanonError> {
         Ok(Elements {
             out: self.out,
-            level: self.level,
             ctx: self.ctx,
             any: false,
         })
@@ -323,10 +353,10 @@ impl<'a> ser::Serializer for Canon<'a> {
         Err(unsupported("an enum variant with data"))
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Members<'a>, CanonError> {
-        Ok(Members::new(self.out, self.level, self.ctx))
+        Ok(Members::new(self.out, self.ctx))
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Members<'a>, CanonError> {
-        Ok(Members::new(self.out, self.level, self.ctx))
+        Ok(Members::new(self.out, self.ctx))
     }
     fn serialize_struct_variant(
         self,
@@ -376,7 +406,7 @@ impl ser::SerializeStruct for Members<'_> {
     type Ok = ();
     type Error = CanonError;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> R {
-        self.member(Cow::Borrowed(name), v)
+        self.member(name, v)
     }
     fn end(self) -> R {
         self.finish()
@@ -400,7 +430,7 @@ impl ser::SerializeMap for Members<'_> {
             .key
             .take()
             .ok_or_else(|| CanonError("a map value without a key".into()))?;
-        self.member(Cow::Owned(key), v)
+        self.member(&key, v)
     }
     fn end(self) -> R {
         self.finish()
@@ -413,9 +443,9 @@ mod tests {
     use serde::Serialize;
     use serde_json::json;
 
-    /// The writer agrees with serde_json's pretty output of the same value as a `Value`.
+    /// The writer agrees with serde_json's compact output of the same value as a `Value`.
     #[test]
-    fn agrees_with_pretty_values() {
+    fn agrees_with_compact_values() {
         #[derive(Serialize)]
         struct Inner {
             z: u8,
@@ -442,27 +472,64 @@ mod tests {
                 .collect(),
         };
         let mut ours = Vec::new();
-        write(&mut ours, 0, &mut Ctx::default(), &v).unwrap();
-        let theirs = serde_json::to_vec_pretty(&serde_json::to_value(&v).unwrap()).unwrap();
+        write(&mut ours, &mut Ctx::default(), &v).unwrap();
+        let theirs = serde_json::to_vec(&serde_json::to_value(&v).unwrap()).unwrap();
         assert_eq!(
             String::from_utf8(ours).unwrap(),
             String::from_utf8(theirs).unwrap()
         );
         let mut nested = Vec::new();
-        write(
-            &mut nested,
-            2,
-            &mut Ctx::default(),
-            &json!({"k": [1, {"j": 2}]}),
-        )
-        .unwrap();
+        let value = json!({"k": [1, {"j": 2, "i": {}}], "e": []});
+        write(&mut nested, &mut Ctx::default(), &value).unwrap();
         assert_eq!(
             String::from_utf8(nested).unwrap(),
-            "{\n      \"k\": [\n        1,\n        {\n          \"j\": 2\n        }\n      ]\n    }"
+            r#"{"e":[],"k":[1,{"i":{},"j":2}]}"#
         );
-        assert!(write(&mut Vec::new(), 0, &mut Ctx::default(), &f32::NAN).is_err());
+        // Names that need an escape sort by their decoded bytes (`!` < `"` < `#`), not as
+        // written (`\` sorts after `#`).
+        #[derive(Serialize)]
+        struct Escaped {
+            #[serde(rename = "a#")]
+            hash: u8,
+            #[serde(rename = "a\"")]
+            quote: u8,
+            #[serde(rename = "a!")]
+            bang: u8,
+        }
+        let v = Escaped {
+            hash: 1,
+            quote: 2,
+            bang: 3,
+        };
+        let mut ours = Vec::new();
+        write(&mut ours, &mut Ctx::default(), &v).unwrap();
+        let theirs = serde_json::to_vec(&serde_json::to_value(&v).unwrap()).unwrap();
+        assert_eq!(ours, theirs);
+        assert_eq!(ours, br#"{"a!":3,"a\"":2,"a#":1}"#);
+        #[derive(Serialize)]
+        struct Twice {
+            a: u8,
+            #[serde(rename = "a")]
+            b: u8,
+        }
+        let e = write(&mut Vec::new(), &mut Ctx::default(), &Twice { a: 1, b: 2 }).unwrap_err();
+        assert_eq!(e.0, "a member is named twice");
+        let mut plain = Vec::new();
+        for s in [
+            "",
+            "plain",
+            "tab\t",
+            "quote\"",
+            "back\\slash",
+            "\u{7f}\u{1f}é",
+        ] {
+            plain.clear();
+            string(&mut plain, s);
+            assert_eq!(plain, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+        assert!(write(&mut Vec::new(), &mut Ctx::default(), &f32::NAN).is_err());
         let mut f = Vec::new();
-        write(&mut f, 0, &mut Ctx::default(), &0.1f32).unwrap();
+        write(&mut f, &mut Ctx::default(), &0.1f32).unwrap();
         assert_eq!(f, b"0.1");
     }
 }

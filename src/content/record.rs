@@ -16,8 +16,24 @@
 //!
 //! Component values stay [`serde_json::Value`]s: which properties hold entity references is
 //! the [`Schema`](super::Schema)'s business, not the record reader's. Reading never mints and
-//! never rewrites anything; writing is canonical (members in a fixed order, component and
-//! property names sorted, two-space indent, final newline), so equal records give equal bytes.
+//! never rewrites anything; writing is canonical, so equal records give equal bytes. Version
+//! 1 is written in serde_json's pretty layout, as the legacy tools wrote it. Version 2 uses the
+//! **line layout**: the envelope's members one per line, then one
+//! entity per line as compact JSON (members in a fixed order, component and property names
+//! sorted), then a final newline. Editing one entity changes one line of a diff, and the
+//! bytes are those of compact JSON plus about five per entity.
+//!
+//! ```text
+//! {
+//!   "version": 2,
+//!   "schema": "ludus.world-demo.v1",
+//!   "document": "0b7e8c1d-2f43-4a96-9d51-6c2e4f8a1b3d",
+//!   "entities": [
+//!     {"uuid":"5d1f0e7a-…","label":"guard-a","name":"guard-a","components":{…}},
+//!     {"uuid":"8a2b4c6d-…","label":"player","name":"player","components":{}}
+//!   ]
+//! }
+//! ```
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -258,7 +274,8 @@ impl WorldV1 {
         Ok(())
     }
 
-    /// The canonical bytes of this record.
+    /// The canonical bytes of this record: serde_json's pretty layout (two-space indent), as
+    /// the legacy tools wrote version 1, and a final newline.
     pub fn to_bytes(&self) -> Vec<u8> {
         #[derive(Serialize)]
         struct Out<'a> {
@@ -274,7 +291,8 @@ impl WorldV1 {
             parent: Option<&'a str>,
             components: &'a Components,
         }
-        pretty(&Out {
+        let mut out = Vec::with_capacity(4096);
+        let record = Out {
             version: 1,
             schema: &self.schema,
             entities: self
@@ -287,7 +305,11 @@ impl WorldV1 {
                     components: &e.components,
                 })
                 .collect(),
-        })
+        };
+        // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
+        let _ = serde_json::to_writer_pretty(&mut out, &record);
+        out.push(b'\n');
+        out
     }
 }
 
@@ -331,30 +353,31 @@ impl WorldV2 {
         Ok(())
     }
 
-    /// The canonical bytes of this record.
+    /// The canonical bytes of this record (the line layout, module docs).
     pub fn to_bytes(&self) -> Vec<u8> {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            version: u64,
-            schema: &'a str,
-            document: &'a AssetId,
-            entities: &'a [EntityV2],
+        let mut out = Vec::with_capacity(128 + self.entities.len() * 160);
+        out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
+        compact(&mut out, &self.schema);
+        out.extend_from_slice(b",\n  \"document\": ");
+        compact(&mut out, &self.document);
+        out.extend_from_slice(b",\n  \"entities\": [");
+        for (i, e) in self.entities.iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+            compact(&mut out, e);
         }
-        pretty(&Out {
-            version: 2,
-            schema: &self.schema,
-            document: &self.document,
-            entities: &self.entities,
-        })
+        out.extend_from_slice(if self.entities.is_empty() {
+            b"]\n}\n"
+        } else {
+            b"\n  ]\n}\n"
+        });
+        out
     }
 }
 
-fn pretty<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4096);
+/// Writes `value` as compact JSON (serde_json's `to_writer`).
+fn compact<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    out.push(b'\n');
-    out
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 fn wrong_version(expected: u64, found: u64) -> Fault<RecordErrorKind> {

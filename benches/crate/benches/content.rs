@@ -5,7 +5,8 @@
 //!
 //! The record: 100k entities, three components each (`pos {x, y}`, `hp {hp}`, `enemy {target,
 //! speed}`); `enemy.target` names another entity on 30% of them (half forward, half backward),
-//! `""` on the rest; canonical bytes (`WorldV2::to_bytes`, 2-space indent), about 33 MB.
+//! `""` on the rest; canonical bytes (`WorldV2::to_bytes`, the line layout: one compact entity
+//! per line), about 18.8 MB.
 //!
 //! - `restore_100k/restore_world`: `restore_world_from_slice(bytes, instance, world)` into a
 //!   fresh durable world of 100k (built in the untimed setup; the world is returned, so its
@@ -18,9 +19,9 @@
 //! - `save_100k/typed_to_writer`: `serde_json::to_writer` of the parsed `RecordT` into a
 //!   `Vec<u8>` with the output's capacity reserved. Target: `save_world ≤ 1.2 ×
 //!   typed_to_writer`. `save_100k/typed_to_writer_pretty`, for information: the same with
-//!   `to_writer_pretty` (the record's own layout; the compact form is about half the bytes).
+//!   `to_writer_pretty` (twice the bytes; the record's layout before the line layout).
 //! - `apply_10mb/identity_apply`: `cook::apply` (read the manifest, schema and a 10 MB
-//!   version-1 world from a temporary root, replay, publish the version-2 record) — the
+//!   version-1 world (pretty, as the legacy tools wrote it) from a temporary root, replay, publish the version-2 record) — the
 //!   `ludus-cook identity apply` command without the process start. Target: < 0.5 s.
 //!
 //! `LUDUS_INTERLEAVE=<rounds>` skips criterion and times the pairs round-robin, one call of
@@ -260,7 +261,7 @@ fn to_writer(fx: &Fixture) -> Vec<u8> {
     out
 }
 
-/// For information: the same structs, pretty (the record's own layout, about twice the bytes).
+/// For information: the same structs, pretty (about twice the bytes).
 fn to_writer_pretty(fx: &Fixture) -> Vec<u8> {
     let mut out = Vec::with_capacity(fx.saved_len);
     serde_json::to_writer_pretty(&mut out, &fx.typed).unwrap();
