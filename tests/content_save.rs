@@ -250,6 +250,15 @@ fn a_large_save_matches_a_plain_model() {
     let names: Vec<&str> = saved.entities.iter().map(|e| e.name.as_str()).collect();
     let want: Vec<&str> = expected.iter().map(|(_, _, n)| n.as_str()).collect();
     assert_eq!(names, want);
+    // Every reference resolved (through the restore's bucketed index) and saved back.
+    let by_uuid: std::collections::HashMap<_, _> = record
+        .entities
+        .iter()
+        .map(|e| (e.uuid, &e.components))
+        .collect();
+    for e in &saved.entities {
+        assert_eq!(&e.components, by_uuid[&e.uuid], "{}", e.uuid);
+    }
 }
 
 /// Of several entities that cannot be saved, the one reported is the first in UUID order,

@@ -25,6 +25,7 @@
 //! and exit codes: `docs/content.md`.
 
 mod apply;
+mod buckets;
 mod canonical;
 pub mod cook;
 mod duplicate;

@@ -15,6 +15,7 @@
 
 use uuid::Uuid;
 
+use super::buckets::{bucket_sort, top16};
 use super::canonical::{self, Ctx};
 use super::error::Line;
 use super::mapping::{rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor};
@@ -160,11 +161,7 @@ where
     if let Some((_, err)) = failure {
         return Err(err);
     }
-    bucket_sort(
-        &mut rows,
-        |r| (r.key >> 112) as u16,
-        |a, b| a.key.cmp(&b.key),
-    );
+    bucket_sort(&mut rows, |r| top16(r.key), |a, b| a.key.cmp(&b.key));
     settle_labels(&mut rows, &body);
     // Pass 2, in UUID order: the uuid and label of each entity, then its text from pass 1.
     let mut out = Vec::with_capacity(128 + schema.len() + body.len() + rows.len() * 128);
@@ -285,40 +282,6 @@ fn settle_labels(rows: &mut [Row], body: &[u8]) {
     for i in taken {
         rows[i].label = 0;
     }
-}
-
-/// Sorts `items` by `cmp`, where `top` is the order's first 16 bits (`top(a) < top(b)` implies
-/// `a < b`): one counting pass into 65 536 buckets, then each bucket sorted on its own.
-/// Random keys leave a handful per bucket, so this is about two passes over `items`; crafted
-/// keys that share their top bits cost what one `sort_unstable_by` costs, `n log n`.
-fn bucket_sort<T: Copy>(
-    items: &mut Vec<T>,
-    top: impl Fn(&T) -> u16,
-    mut cmp: impl FnMut(&T, &T) -> core::cmp::Ordering,
-) {
-    const BUCKETS: usize = 1 << 16;
-    if items.len() < BUCKETS / 16 {
-        items.sort_unstable_by(cmp);
-        return;
-    }
-    let mut next = vec![0usize; BUCKETS + 1];
-    for it in items.iter() {
-        next[usize::from(top(it)) + 1] += 1;
-    }
-    for b in 0..BUCKETS {
-        next[b + 1] += next[b];
-    }
-    let starts = next.clone();
-    let mut out = items.clone();
-    for it in items.iter() {
-        let slot = &mut next[usize::from(top(it))];
-        out[*slot] = *it;
-        *slot += 1;
-    }
-    for w in starts.windows(2) {
-        out[w[0]..w[1]].sort_unstable_by(&mut cmp);
-    }
-    *items = out;
 }
 
 /// A cheap hash of a name (64-bit multiply-rotate over 8-byte words); only its collisions'
