@@ -251,6 +251,15 @@ fn from_slice_locates_every_refusal() {
         K::Record(RecordErrorKind::UnsupportedVersion { .. })
     ));
     assert_eq!(w.registry.len(), 0);
+    // Invalid UTF-8 in a name: refused at its line, nothing created.
+    let mut bad = ring(2).to_bytes();
+    let at = bad.windows(8).rposition(|x| x == b"entity 1").unwrap();
+    bad[at + 7] = 0xff;
+    let line = 1 + bad[..at].iter().filter(|&&b| b == b'\n').count();
+    let err = restore_world_from_slice(Path::new("w.json"), &bad, instance(0), &mut w).unwrap_err();
+    assert_eq!(err.line, line, "{err}");
+    assert!(matches!(err.kind, K::Record(_)), "{err}");
+    assert_eq!(w.registry.len(), 0);
     // The canonical bytes restore.
     restore_world_from_slice(
         Path::new("w.json"),

@@ -18,8 +18,19 @@ use super::error::{key, Fault, Located, Shape, Step};
 
 /// Parses one JSON value, refusing duplicate members at any depth and trailing characters.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, (Shape, usize, usize)> {
+    match core::str::from_utf8(bytes) {
+        // One UTF-8 check of the whole input (word-at-a-time over ASCII) instead of one per
+        // string: serde_json's `StrRead` trusts its input, its `SliceRead` checks each string.
+        Ok(text) => parse_with(serde_json::Deserializer::from_str(text)),
+        // The slice reader stops where the bytes stop being UTF-8, with that position.
+        Err(_) => parse_with(serde_json::Deserializer::from_slice(bytes)),
+    }
+}
+
+fn parse_with<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+) -> Result<Value, (Shape, usize, usize)> {
     let duplicate = RefCell::new(None);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = StrictValue {
         duplicate: &duplicate,
     }
@@ -373,7 +384,14 @@ mod tests {
 
     #[test]
     fn syntax_errors_keep_serde_json_positions() {
-        for text in [&b"{\n  \"a\": tru\n}"[..], b"[1, 2", b"{\"a\" 1}", b"\xff"] {
+        let invalid_utf8 = b"{\n  \"a\": [1,\n  \"b\xffc\"]}";
+        for text in [
+            &b"{\n  \"a\": tru\n}"[..],
+            b"[1, 2",
+            b"{\"a\" 1}",
+            b"\xff",
+            invalid_utf8,
+        ] {
             let (shape, line, column) = parse(text).unwrap_err();
             assert!(matches!(shape, Shape::Syntax { .. }), "{shape:?}");
             let theirs = serde_json::from_slice::<Value>(text).unwrap_err();
