@@ -5,8 +5,6 @@
 //! the same inputs give the same record, and [`WorldV2::to_bytes`] makes the bytes the same.
 //! It refuses inputs the manifest does not describe exactly.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use super::error::{index, key, JsonPath, Step, Text};
@@ -14,6 +12,7 @@ use super::manifest::Manifest;
 use super::path::DocPath;
 use super::record::{EntityV2, WorldV1, WorldV2};
 use super::schema::Schema;
+use crate::identity::{format_uuid, SourceObjectId, UUID_TEXT_LEN};
 
 /// Why a version-1 document was not replayed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -201,9 +200,16 @@ pub(crate) fn apply_owned(
             &[],
         ));
     };
+    // One hash index of the manifest's objects (a binary search over strings costs a dozen
+    // compares, and their cache misses, per entity and per reference).
+    let object_of: hashbrown::HashMap<&str, SourceObjectId> = doc
+        .objects
+        .iter()
+        .map(|o| (o.legacy_id.as_str(), o.object))
+        .collect();
     let mut uuids = Vec::with_capacity(world.entities.len());
     for (i, e) in world.entities.iter().enumerate() {
-        match doc.object(&e.id) {
+        match object_of.get(e.id.as_str()).copied() {
             Some(uuid) => uuids.push(uuid),
             None => {
                 return Err(fault(
@@ -214,7 +220,7 @@ pub(crate) fn apply_owned(
             }
         }
     }
-    let ids: HashSet<&str> = world.entities.iter().map(|e| e.id.as_str()).collect();
+    let ids: hashbrown::HashSet<&str> = world.entities.iter().map(|e| e.id.as_str()).collect();
     if let Some(j) = doc
         .objects
         .iter()
@@ -267,8 +273,13 @@ pub(crate) fn apply_owned(
                 if target.is_empty() {
                     continue;
                 }
-                match doc.object(target) {
-                    Some(uuid) => *target = uuid.to_string(),
+                match object_of.get(target.as_str()) {
+                    Some(uuid) => {
+                        let mut text = [0u8; UUID_TEXT_LEN];
+                        let text = format_uuid(&uuid.as_uuid(), &mut text);
+                        target.clear();
+                        target.push_str(text);
+                    }
                     None => {
                         return Err(fault(
                             ApplyErrorKind::UnresolvedReference {

@@ -181,7 +181,8 @@ impl Manifest {
     pub fn check(&self) -> Result<(), Fault<ManifestErrorKind>> {
         let docs = [Step::Key("documents".into())];
         let mut folded = HashSet::with_capacity(self.documents.len());
-        let mut uuids: HashSet<Uuid> = HashSet::new();
+        let mut uuids: HashSet<Uuid> =
+            HashSet::with_capacity(self.documents.iter().map(|d| d.objects.len() + 1).sum());
         let mut previous: Option<&DocPath> = None;
         for (i, doc) in self.documents.iter().enumerate() {
             let at = index(&docs, i);
@@ -213,12 +214,13 @@ impl Manifest {
             let objects = key(&at, "objects");
             let mut last: Option<&str> = None;
             for (j, object) in doc.objects.iter().enumerate() {
-                let at = index(&objects, j);
+                // The path is built only for a fault.
+                let at = || index(&objects, j);
                 let id = object.legacy_id.as_str();
                 if !is_legacy_id(id) {
                     return Err(Fault::new(
                         ManifestErrorKind::InvalidLegacyId { id: id.to_owned() },
-                        &key(&at, "legacy_id"),
+                        &key(&at(), "legacy_id"),
                     ));
                 }
                 match last {
@@ -227,7 +229,7 @@ impl Manifest {
                             ManifestErrorKind::RepeatedObject {
                                 legacy_id: id.to_owned(),
                             },
-                            &key(&at, "legacy_id"),
+                            &key(&at(), "legacy_id"),
                         ))
                     }
                     Some(prev) if prev > id => {
@@ -236,7 +238,7 @@ impl Manifest {
                                 legacy_id: id.to_owned(),
                                 previous: prev.to_owned(),
                             },
-                            &key(&at, "legacy_id"),
+                            &key(&at(), "legacy_id"),
                         ))
                     }
                     _ => {}
@@ -247,7 +249,7 @@ impl Manifest {
                         ManifestErrorKind::RepeatedUuid {
                             uuid: object.object.to_string(),
                         },
-                        &key(&at, "object"),
+                        &key(&at(), "object"),
                     ));
                 }
             }
@@ -394,16 +396,18 @@ fn decode_document(
         .and_then(|v| json::array(v, &objects_at))
         .map_err(Fault::convert)?;
     let mut objects = Vec::with_capacity(items.len());
+    // One path buffer for every object's faults: `objects[j]` (no allocation per object).
+    let mut at = index(&objects_at, 0);
+    let last = at.len() - 1;
     for (j, item) in items.into_iter().enumerate() {
-        let at = index(&objects_at, j);
+        at[last] = Step::Index(j);
         let mut obj = Object::new(item, &at).map_err(Fault::convert)?;
         obj.deny_unknown(&["legacy_id", "object"])
             .map_err(Fault::convert)?;
-        let id_at = key(&at, "legacy_id");
-        let legacy_id = obj
-            .take("legacy_id")
-            .and_then(|v| json::string(v, &id_at))
-            .map_err(Fault::convert)?;
+        let legacy_id = match obj.take("legacy_id").map_err(Fault::convert)? {
+            Value::String(s) => s,
+            v => json::string(v, &key(&at, "legacy_id")).map_err(Fault::convert)?,
+        };
         let object = uuid_member(&mut obj, "object")?;
         objects.push(ManifestObject { legacy_id, object });
     }
@@ -420,13 +424,14 @@ where
     T: core::str::FromStr<Err = UuidError>,
     K: From<Shape> + From<InvalidUuid>,
 {
-    let at = key(obj.path(), name);
-    let text = obj
-        .take(name)
-        .and_then(|v| json::string(v, &at))
-        .map_err(Fault::convert)?;
+    // The path is built only for a fault.
+    let at = |obj: &Object<'_>| key(obj.path(), name);
+    let text = match obj.take(name).map_err(Fault::convert)? {
+        Value::String(s) => s,
+        v => json::string(v, &at(obj)).map_err(Fault::convert)?,
+    };
     text.parse()
-        .map_err(|reason| Fault::new(InvalidUuid { text, reason }, &at))
+        .map_err(|reason| Fault::new(InvalidUuid { text, reason }, &at(obj)))
 }
 
 /// A UUID text refused by the durable-v4 policy (converted into each format's error kind).

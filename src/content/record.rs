@@ -468,11 +468,14 @@ fn decode(value: Value) -> R<WorldRecord> {
         .take("entities")
         .and_then(|v| json::array(v, &entities_at))
         .map_err(Fault::convert)?;
+    // One path buffer for every entity's faults: `entities[i]` (no allocation per entity).
+    let mut at = index(&entities_at, 0);
     let record = match document {
         None => {
             let mut entities = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
-                entities.push(decode_v1(item, &index(&entities_at, i))?);
+                at[1] = Step::Index(i);
+                entities.push(decode_v1(item, &at)?);
             }
             let world = WorldV1 { schema, entities };
             world.check()?;
@@ -481,7 +484,8 @@ fn decode(value: Value) -> R<WorldRecord> {
         Some(document) => {
             let mut entities = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
-                entities.push(decode_v2(item, &index(&entities_at, i))?);
+                at[1] = Step::Index(i);
+                entities.push(decode_v2(item, &at)?);
             }
             let world = WorldV2 {
                 schema,
@@ -496,10 +500,11 @@ fn decode(value: Value) -> R<WorldRecord> {
 }
 
 fn string_member(obj: &mut Object<'_>, name: &'static str) -> R<String> {
-    let at = key(obj.path(), name);
-    obj.take(name)
-        .and_then(|v| json::string(v, &at))
-        .map_err(Fault::convert)
+    match obj.take(name).map_err(Fault::convert)? {
+        Value::String(s) => Ok(s),
+        // The path is built only for a fault.
+        v => json::string(v, &key(obj.path(), name)).map_err(Fault::convert),
+    }
 }
 
 fn decode_v1(value: Value, at: &[Step]) -> R<EntityV1> {
@@ -538,13 +543,23 @@ fn decode_v2(value: Value, at: &[Step]) -> R<EntityV2> {
 }
 
 fn decode_components(obj: &mut Object<'_>) -> R<Components> {
-    let at = key(obj.path(), "components");
-    let value = obj.take("components").map_err(Fault::convert)?;
-    let map = Object::new(value, &at).map_err(Fault::convert)?;
+    // Paths are built only for a fault.
+    let map = match obj.take("components").map_err(Fault::convert)? {
+        Value::Object(map) => map,
+        _ => {
+            let at = key(obj.path(), "components");
+            return Err(Fault::new(
+                Shape::WrongType {
+                    expected: "an object",
+                },
+                &at,
+            ));
+        }
+    };
     let mut components = Components::new();
-    for (name, value) in map.into_members() {
+    for (name, value) in map {
         let Value::Object(props) = value else {
-            // The path is built only for a fault.
+            let at = key(obj.path(), "components");
             return Err(Fault::new(
                 Shape::WrongType {
                     expected: "an object",
