@@ -35,8 +35,12 @@
 //! }
 //! ```
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
+
+// Sets keyed by untrusted ids: hashbrown's foldhash is seeded per set, and much cheaper than
+// SipHash here.
+use hashbrown::HashSet;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -567,7 +571,13 @@ fn decode_components(obj: &mut Object<'_>) -> R<Components> {
                 &key(&at, &name),
             ));
         };
-        components.insert(name, props.into_iter().collect());
+        // Inserted one by one (the members come sorted): `collect` would stage them in a Vec
+        // and sort them first.
+        let mut properties = Properties::new();
+        for (k, v) in props {
+            properties.insert(k, v);
+        }
+        components.insert(name, properties);
     }
     Ok(components)
 }
