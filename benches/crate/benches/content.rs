@@ -28,175 +28,25 @@
 //! each per round, alternating which goes first, and prints the medians and the median of the
 //! per-round ratios (the shared-machine protocol of `docs/benchmarking.md`).
 
-use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use bytemuck::{Pod, Zeroable};
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use ludus::content::cook::{self, Hooks};
 use ludus::content::{
     generate_manifest, restore_world_from_slice, save_world_bytes, Components, DocPath, EntityV1,
-    EntityV2, Properties, WorldV1, WorldV2,
+    WorldV1,
 };
 use ludus::identity::test_entropy::SeqEntropy;
-use ludus::identity::{AssetId, InstanceId, SourceObjectId};
-use ludus::prelude::*;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use uuid::Uuid;
 
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
-#[repr(C)]
-struct Pos {
-    x: f32,
-    y: f32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
-#[repr(C)]
-struct Hp {
-    hp: u32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
-#[repr(C)]
-struct Enemy {
-    #[serde(with = "ludus::content::entity_ref")]
-    target: EntityId,
-    speed: u32,
-    #[serde(skip)]
-    _pad: u32,
-}
-
-impl EntityRefs for Enemy {
-    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
-        visit(&mut self.target);
-    }
-}
-
-ludus::world! {
-    struct Level { pos: Pos, hp: Hp, enemy: Enemy }
-    entity_refs { Enemy }
-}
-
-// The baseline's plain structs (the same members; targets as strings).
-#[derive(Serialize, Deserialize)]
-struct RecordT {
-    version: u32,
-    schema: String,
-    document: Uuid,
-    entities: Vec<EntityT>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct EntityT {
-    uuid: Uuid,
-    label: String,
-    name: String,
-    components: ComponentsT,
-}
-
-#[derive(Serialize, Deserialize)]
-struct ComponentsT {
-    enemy: EnemyT,
-    hp: HpT,
-    pos: PosT,
-}
-
-#[derive(Serialize, Deserialize)]
-struct EnemyT {
-    speed: u32,
-    target: String,
-}
-
-#[derive(Serialize, Deserialize)]
-struct HpT {
-    hp: u32,
-}
-
-#[derive(Serialize, Deserialize)]
-struct PosT {
-    x: f32,
-    y: f32,
-}
+#[path = "common/content.rs"]
+mod common;
+use common::*;
 
 const N: usize = 100_000;
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A distinct nonnil v4 UUID per index (scattered bits, so hashing is not trivially ordered).
-fn uuid_of(i: usize) -> Uuid {
-    let hi = mix(i as u64 ^ 0x5eed);
-    let v = (u128::from(hi) << 64) | (i as u128 + 1);
-    uuid::Builder::from_random_bytes(v.to_be_bytes()).into_uuid()
-}
-
-fn props(v: serde_json::Value) -> Properties {
-    match v {
-        serde_json::Value::Object(m) => m.into_iter().collect(),
-        _ => unreachable!(),
-    }
-}
-
-/// The target of entity `i`: 30% of entities, half forward, half backward.
-fn target(i: usize, n: usize) -> Option<usize> {
-    let h = mix(i as u64) as usize;
-    match i % 20 {
-        r if r < 3 && i + 1 < n => Some(i + 1 + h % (n - i - 1)),
-        r if r < 6 && i > 0 => Some(h % i),
-        _ => None,
-    }
-}
-
-fn record(n: usize) -> WorldV2 {
-    let entities = (0..n)
-        .map(|i| {
-            let mut c = Components::new();
-            c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
-            c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
-            let t = target(i, n).map_or(String::new(), |t| uuid_of(t).to_string());
-            c.insert(
-                "enemy".into(),
-                props(json!({"target": t, "speed": (i % 7) as u32})),
-            );
-            EntityV2 {
-                uuid: SourceObjectId::from_uuid(uuid_of(i)).unwrap(),
-                label: format!("e{i}"),
-                name: format!("e{i}"),
-                components: c,
-            }
-        })
-        .collect();
-    WorldV2 {
-        schema: "ludus.bench.v1".into(),
-        document: AssetId::from_uuid(uuid_of(usize::MAX - 1)).unwrap(),
-        entities,
-    }
-}
-
-fn instance() -> InstanceId {
-    InstanceId::from_uuid(uuid_of(usize::MAX - 2)).unwrap()
-}
-
-fn fresh() -> Level {
-    let mut w = Level::try_new_durable(
-        N,
-        DurableConfig {
-            name_bytes: 16 * N,
-            ..DurableConfig::default()
-        },
-    )
-    .unwrap();
-    w.begin_structural();
-    w
-}
 
 struct Fixture {
     bytes: Vec<u8>,
@@ -209,7 +59,7 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let bytes = record(N).to_bytes();
-        let mut world = fresh();
+        let mut world = fresh(N);
         restore_world_from_slice(Path::new("bench"), &bytes, instance(), &mut world).unwrap();
         let saved =
             save_world_bytes(&world, instance(), "ludus.bench.v1", record(0).document).unwrap();
@@ -222,28 +72,6 @@ fn fixture() -> &'static Fixture {
             typed,
         }
     })
-}
-
-/// The restore baseline: typed parse, then `HashMap<Uuid, usize>` fixup.
-fn typed_parse_fixup(bytes: &[u8]) -> (RecordT, Vec<Option<usize>>) {
-    let r: RecordT = serde_json::from_slice(bytes).unwrap();
-    let mut index: HashMap<Uuid, usize> = HashMap::with_capacity(r.entities.len());
-    for (i, e) in r.entities.iter().enumerate() {
-        index.insert(e.uuid, i);
-    }
-    let links = r
-        .entities
-        .iter()
-        .map(|e| {
-            let t = &e.components.enemy.target;
-            if t.is_empty() {
-                None
-            } else {
-                Some(index[&Uuid::parse_str(t).unwrap()])
-            }
-        })
-        .collect();
-    (r, links)
 }
 
 fn restore(bytes: &[u8], mut w: Level) -> Level {
@@ -353,7 +181,7 @@ fn benches_restore(c: &mut Criterion) {
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("restore_world", |b| {
         b.iter_batched(
-            fresh,
+            || fresh(N),
             |w| restore(black_box(&fx.bytes), w),
             BatchSize::PerIteration,
         )
@@ -417,7 +245,7 @@ fn interleaved(rounds: usize) {
     }
     for round in 0..rounds {
         let time_restore = || {
-            let w = fresh();
+            let w = fresh(N);
             let t = Instant::now();
             let w = black_box(restore(&fx.bytes, w));
             let d = t.elapsed();

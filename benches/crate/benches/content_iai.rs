@@ -1,0 +1,124 @@
+//! iai-callgrind instruction counts of content restore, save and `identity apply` on a
+//! 2 000-entity record of the `content` bench's shape (three components each, 30% references,
+//! half forward), beside the same baselines: typed `serde_json::from_slice` + `HashMap` fixup,
+//! and `serde_json::to_writer` of the typed structs; `identity_apply` is `content::apply` of a
+//! 2 000-entity version-1 document in memory (it clones the document, which `ludus-cook` moves
+//! instead; no file is read or written). Instruction ratios are stable across noisy machines;
+//! wall-clock ratios are `content.rs`'s.
+#![allow(missing_docs)] // iai-callgrind generates undocumented modules
+
+use std::hint::black_box;
+use std::path::Path;
+
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use ludus::content::{
+    apply, generate_manifest, restore_world_from_slice, save_world_bytes, Components, DocPath,
+    EntityV1, Manifest, Schema, WorldV1,
+};
+use ludus::identity::test_entropy::SeqEntropy;
+use serde_json::json;
+
+#[path = "common/content.rs"]
+mod common;
+use common::*;
+
+const N: usize = 2_000;
+
+fn bytes() -> Vec<u8> {
+    record(N).to_bytes()
+}
+
+fn restored() -> (Level, RecordT) {
+    let bytes = bytes();
+    let mut w = fresh(N);
+    restore_world_from_slice(Path::new("bench"), &bytes, instance(), &mut w).unwrap();
+    (w, serde_json::from_slice(&bytes).unwrap())
+}
+
+fn for_restore() -> (Vec<u8>, Level) {
+    (bytes(), fresh(N))
+}
+
+type Apply = (WorldV1, DocPath, Manifest, Schema);
+
+fn for_apply() -> Apply {
+    let entities = (0..N)
+        .map(|i| {
+            let mut c = Components::new();
+            c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
+            c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
+            let t = target(i, N).map_or(String::new(), |t| format!("e{t}"));
+            c.insert(
+                "enemy".into(),
+                props(json!({"target": t, "speed": (i % 7) as u32})),
+            );
+            EntityV1 {
+                id: format!("e{i}"),
+                name: format!("entity {i}"),
+                parent: None,
+                components: c,
+            }
+        })
+        .collect();
+    let world = WorldV1 {
+        schema: "ludus.bench.v1".into(),
+        entities,
+    };
+    let path: DocPath = "levels/big.world.json".parse().unwrap();
+    let manifest = generate_manifest(&[(path.clone(), &world)], &mut SeqEntropy::new(7)).unwrap();
+    let schema = Schema::from_slice(
+        Path::new("schema.json"),
+        br#"{"format": "ludus.world-schema", "version": 1, "schema": "ludus.bench.v1",
+            "components": {"enemy": {"entity_properties": ["target"]},
+            "hp": {"entity_properties": []}, "pos": {"entity_properties": []}}}"#,
+    )
+    .unwrap();
+    (world, path, manifest, schema)
+}
+
+#[library_benchmark]
+#[bench::n2000(setup = for_restore)]
+fn restore_world((bytes, mut w): (Vec<u8>, Level)) -> usize {
+    restore_world_from_slice(Path::new("bench"), black_box(&bytes), instance(), &mut w).unwrap();
+    w.registry.len()
+}
+
+#[library_benchmark]
+#[bench::n2000(setup = bytes)]
+fn typed_parse_fixup_baseline(bytes: Vec<u8>) -> usize {
+    typed_parse_fixup(black_box(&bytes)).1.len()
+}
+
+#[library_benchmark]
+#[bench::n2000(setup = restored)]
+fn save_world((w, _): (Level, RecordT)) -> usize {
+    let document = record(0).document;
+    save_world_bytes(black_box(&w), instance(), "ludus.bench.v1", document)
+        .unwrap()
+        .len()
+}
+
+#[library_benchmark]
+#[bench::n2000(setup = restored)]
+fn typed_to_writer_baseline((_, typed): (Level, RecordT)) -> usize {
+    let mut out = Vec::with_capacity(N * 192);
+    serde_json::to_writer(&mut out, black_box(&typed)).unwrap();
+    out.len()
+}
+
+#[library_benchmark]
+#[bench::n2000(setup = for_apply)]
+fn identity_apply((world, path, manifest, schema): Apply) -> usize {
+    apply(black_box(&world), &path, &manifest, &schema)
+        .unwrap()
+        .entities
+        .len()
+}
+
+library_benchmark_group!(
+    name = content;
+    benchmarks = restore_world, typed_parse_fixup_baseline, save_world, typed_to_writer_baseline,
+        identity_apply
+);
+
+main!(library_benchmark_groups = content);
