@@ -47,6 +47,58 @@ fn parse_with<'de, R: serde_json::de::Read<'de>>(
     })
 }
 
+/// Whether serde_json's `Map` iterates in key order. It does unless some crate in the build
+/// turns on serde_json's `preserve_order` feature (features unify across a whole build), which
+/// makes it iterate in insertion order; the canonical writers then write [`sorted`] copies.
+pub(crate) fn maps_sorted() -> bool {
+    static SORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut m = Map::new();
+        m.insert("b".into(), Value::Null);
+        m.insert("a".into(), Value::Null);
+        m.keys().next().is_some_and(|k| k == "a")
+    })
+}
+
+/// `value` with every object's members inserted in key order, so that it iterates sorted
+/// whatever `Map` keeps.
+pub(crate) fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => {
+            let mut members: Vec<(&String, &Value)> = m.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                members
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), sorted(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        v => v.clone(),
+    }
+}
+
+/// `components` as the canonical writers write them: borrowed when maps iterate sorted
+/// ([`maps_sorted`]), else a copy whose values are [`sorted`].
+pub(crate) fn canonical_components(
+    components: &super::record::Components,
+    maps_sorted: bool,
+) -> std::borrow::Cow<'_, super::record::Components> {
+    if maps_sorted {
+        return std::borrow::Cow::Borrowed(components);
+    }
+    std::borrow::Cow::Owned(
+        components
+            .iter()
+            .map(|(c, props)| {
+                let props = props.iter().map(|(k, v)| (k.clone(), sorted(v))).collect();
+                (c.clone(), props)
+            })
+            .collect(),
+    )
+}
+
 /// serde_json's message without its " at line L column C" suffix (the position is carried apart).
 fn message_of(e: &serde_json::Error) -> String {
     let text = e.to_string();
@@ -380,6 +432,19 @@ mod tests {
             );
             assert_eq!(line, 1);
         }
+    }
+
+    /// `sorted` keeps the value and writes members in key order at every depth, whichever
+    /// order the `Map` keeps (CI also runs the content suites with `preserve_order` on).
+    #[test]
+    fn sorted_values_write_their_members_in_key_order() {
+        let v = parse(br#"{"b": [{"z": 1, "y": {"q": 0, "p": 1}}], "a": null}"#).unwrap();
+        let s = sorted(&v);
+        assert_eq!(s, v);
+        assert_eq!(
+            serde_json::to_string(&s).unwrap(),
+            r#"{"a":null,"b":[{"y":{"p":1,"q":0},"z":1}]}"#
+        );
     }
 
     #[test]

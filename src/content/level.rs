@@ -214,17 +214,24 @@ impl LevelFile {
             parent: String,
             components: &'a Components,
         }
+        let sorted = json::maps_sorted();
+        let components: Vec<_> = self
+            .entities
+            .iter()
+            .map(|e| json::canonical_components(&e.components, sorted))
+            .collect();
         let out = Out {
             format: LEVEL_FORMAT,
             version: LEVEL_VERSION,
             entities: self
                 .entities
                 .iter()
-                .map(|e| EntityOut {
+                .zip(&components)
+                .map(|(e, components)| EntityOut {
                     uuid: e.uuid.to_string(),
                     name: &e.name,
                     parent: e.parent.map(|p| p.to_string()).unwrap_or_default(),
-                    components: &e.components,
+                    components,
                 })
                 .collect(),
         };

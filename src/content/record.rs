@@ -296,17 +296,24 @@ impl WorldV1 {
             components: &'a Components,
         }
         let mut out = Vec::with_capacity(4096);
+        let sorted = json::maps_sorted();
+        let components: Vec<_> = self
+            .entities
+            .iter()
+            .map(|e| json::canonical_components(&e.components, sorted))
+            .collect();
         let record = Out {
             version: 1,
             schema: &self.schema,
             entities: self
                 .entities
                 .iter()
-                .map(|e| EntityOut {
+                .zip(&components)
+                .map(|(e, components)| EntityOut {
                     id: &e.id,
                     name: &e.name,
                     parent: e.parent.as_deref(),
-                    components: &e.components,
+                    components,
                 })
                 .collect(),
         };
@@ -365,9 +372,20 @@ impl WorldV2 {
         out.extend_from_slice(b",\n  \"document\": ");
         compact(&mut out, &self.document);
         out.extend_from_slice(b",\n  \"entities\": [");
+        let sorted = json::maps_sorted();
         for (i, e) in self.entities.iter().enumerate() {
             out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
-            compact(&mut out, e);
+            if sorted {
+                compact(&mut out, e);
+            } else {
+                compact(
+                    &mut out,
+                    &EntityV2 {
+                        components: json::canonical_components(&e.components, false).into_owned(),
+                        ..e.clone()
+                    },
+                );
+            }
         }
         out.extend_from_slice(if self.entities.is_empty() {
             b"]\n}\n"
