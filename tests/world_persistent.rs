@@ -307,6 +307,8 @@ fn restore_rebinds_by_stable_id_and_invalidates_old_handles() {
     let snapshot = w.checkpoint();
     let digest = snapshot.digest();
     assert_eq!(w.checkpoint_digest(), digest);
+    // Written from the pools, the same bytes as the structured checkpoint's.
+    assert_eq!(w.checkpoint_bytes(), snapshot.canonical_bytes());
     let old_a = w.entity_of(&a.id).unwrap();
     // Change the world, then restore.
     w.transact(&tx(vec![
