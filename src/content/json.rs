@@ -79,6 +79,16 @@ pub(crate) fn sorted(value: &Value) -> Value {
     }
 }
 
+/// Each entity's components as the canonical writers write them ([`canonical_components`]).
+pub(crate) fn canonical_all<'a>(
+    components: impl Iterator<Item = &'a super::record::Components>,
+) -> Vec<std::borrow::Cow<'a, super::record::Components>> {
+    let sorted = maps_sorted();
+    components
+        .map(|c| canonical_components(c, sorted))
+        .collect()
+}
+
 /// `components` as the canonical writers write them: borrowed when maps iterate sorted
 /// ([`maps_sorted`]), else a copy whose values are [`sorted`].
 pub(crate) fn canonical_components(

@@ -214,12 +214,7 @@ impl LevelFile {
             parent: String,
             components: &'a Components,
         }
-        let sorted = json::maps_sorted();
-        let components: Vec<_> = self
-            .entities
-            .iter()
-            .map(|e| json::canonical_components(&e.components, sorted))
-            .collect();
+        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
         let out = Out {
             format: LEVEL_FORMAT,
             version: LEVEL_VERSION,

@@ -296,12 +296,7 @@ impl WorldV1 {
             components: &'a Components,
         }
         let mut out = Vec::with_capacity(4096);
-        let sorted = json::maps_sorted();
-        let components: Vec<_> = self
-            .entities
-            .iter()
-            .map(|e| json::canonical_components(&e.components, sorted))
-            .collect();
+        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
         let record = Out {
             version: 1,
             schema: &self.schema,

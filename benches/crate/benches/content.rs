@@ -35,12 +35,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use ludus::content::cook::{self, Hooks};
-use ludus::content::{
-    generate_manifest, restore_world_from_slice, save_world_bytes, Components, DocPath, EntityV1,
-    WorldV1,
-};
+use ludus::content::{generate_manifest, restore_world_from_slice, save_world_bytes, DocPath};
 use ludus::identity::test_entropy::SeqEntropy;
-use serde_json::json;
 
 #[path = "common/content.rs"]
 mod common;
@@ -109,29 +105,7 @@ struct ApplyRoot {
 fn apply_root() -> &'static ApplyRoot {
     static R: OnceLock<ApplyRoot> = OnceLock::new();
     R.get_or_init(|| {
-        let n = 36_500;
-        let entities = (0..n)
-            .map(|i| {
-                let mut c = Components::new();
-                c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
-                c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
-                let t = target(i, n).map_or(String::new(), |t| format!("e{t}"));
-                c.insert(
-                    "enemy".into(),
-                    props(json!({"target": t, "speed": (i % 7) as u32})),
-                );
-                EntityV1 {
-                    id: format!("e{i}"),
-                    name: format!("entity {i}"),
-                    parent: None,
-                    components: c,
-                }
-            })
-            .collect();
-        let world = WorldV1 {
-            schema: "ludus.bench.v1".into(),
-            entities,
-        };
+        let world = world_v1(36_500);
         let bytes = world.to_bytes();
         assert!(bytes.len() >= 10 << 20, "{}", bytes.len());
         let dir = tempfile::tempdir().unwrap();
@@ -143,13 +117,7 @@ fn apply_root() -> &'static ApplyRoot {
         let manifest = dir.path().join("identity-migration.json");
         std::fs::write(&manifest, m.to_bytes()).unwrap();
         let schema = dir.path().join("schema.json");
-        std::fs::write(
-            &schema,
-            br#"{"format": "ludus.world-schema", "version": 1, "schema": "ludus.bench.v1",
-                "components": {"enemy": {"entity_properties": ["target"]},
-                "hp": {"entity_properties": []}, "pos": {"entity_properties": []}}}"#,
-        )
-        .unwrap();
+        std::fs::write(&schema, SCHEMA_JSON).unwrap();
         let out = dir.path().join("out.json");
         ApplyRoot {
             root,

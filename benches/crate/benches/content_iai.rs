@@ -12,11 +12,10 @@ use std::path::Path;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use ludus::content::{
-    apply, generate_manifest, restore_world_from_slice, save_world_bytes, Components, DocPath,
-    EntityV1, Manifest, Schema, WorldV1,
+    apply, generate_manifest, restore_world_from_slice, save_world_bytes, DocPath, Manifest,
+    Schema, WorldV1,
 };
 use ludus::identity::test_entropy::SeqEntropy;
-use serde_json::json;
 
 #[path = "common/content.rs"]
 mod common;
@@ -42,37 +41,10 @@ fn for_restore() -> (Vec<u8>, Level) {
 type Apply = (WorldV1, DocPath, Manifest, Schema);
 
 fn for_apply() -> Apply {
-    let entities = (0..N)
-        .map(|i| {
-            let mut c = Components::new();
-            c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
-            c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
-            let t = target(i, N).map_or(String::new(), |t| format!("e{t}"));
-            c.insert(
-                "enemy".into(),
-                props(json!({"target": t, "speed": (i % 7) as u32})),
-            );
-            EntityV1 {
-                id: format!("e{i}"),
-                name: format!("entity {i}"),
-                parent: None,
-                components: c,
-            }
-        })
-        .collect();
-    let world = WorldV1 {
-        schema: "ludus.bench.v1".into(),
-        entities,
-    };
+    let world = world_v1(N);
     let path: DocPath = "levels/big.world.json".parse().unwrap();
     let manifest = generate_manifest(&[(path.clone(), &world)], &mut SeqEntropy::new(7)).unwrap();
-    let schema = Schema::from_slice(
-        Path::new("schema.json"),
-        br#"{"format": "ludus.world-schema", "version": 1, "schema": "ludus.bench.v1",
-            "components": {"enemy": {"entity_properties": ["target"]},
-            "hp": {"entity_properties": []}, "pos": {"entity_properties": []}}}"#,
-    )
-    .unwrap();
+    let schema = Schema::from_slice(Path::new("schema.json"), SCHEMA_JSON).unwrap();
     (world, path, manifest, schema)
 }
 

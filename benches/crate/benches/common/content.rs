@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use bytemuck::{Pod, Zeroable};
-use ludus::content::{Components, EntityV2, Properties, WorldV2};
+use ludus::content::{Components, EntityV1, EntityV2, Properties, WorldV1, WorldV2};
 use ludus::identity::{AssetId, InstanceId, SourceObjectId};
 use ludus::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -181,3 +181,35 @@ pub fn typed_parse_fixup(bytes: &[u8]) -> (RecordT, Vec<Option<usize>>) {
         .collect();
     (r, links)
 }
+
+/// A version-1 world of `n` entities of the record's shape (legacy ids `e{i}`, names
+/// `entity {i}`, targets by legacy id): the `identity apply` input.
+pub fn world_v1(n: usize) -> WorldV1 {
+    let entities = (0..n)
+        .map(|i| {
+            let mut c = Components::new();
+            c.insert("pos".into(), props(json!({"x": i as f32 * 0.5, "y": 1.25})));
+            c.insert("hp".into(), props(json!({"hp": (i % 1000) as u32})));
+            let t = target(i, n).map_or(String::new(), |t| format!("e{t}"));
+            c.insert(
+                "enemy".into(),
+                props(json!({"target": t, "speed": (i % 7) as u32})),
+            );
+            EntityV1 {
+                id: format!("e{i}"),
+                name: format!("entity {i}"),
+                parent: None,
+                components: c,
+            }
+        })
+        .collect();
+    WorldV1 {
+        schema: "ludus.bench.v1".into(),
+        entities,
+    }
+}
+
+/// The world schema of these records (`enemy.target` is entity-typed).
+pub const SCHEMA_JSON: &[u8] = br#"{"format": "ludus.world-schema", "version": 1,
+    "schema": "ludus.bench.v1", "components": {"enemy": {"entity_properties": ["target"]},
+    "hp": {"entity_properties": []}, "pos": {"entity_properties": []}}}"#;
