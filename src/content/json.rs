@@ -83,6 +83,7 @@ pub(crate) fn sorted(value: &Value) -> Value {
 pub(crate) fn canonical_all<'a>(
     components: impl Iterator<Item = &'a super::record::Components>,
 ) -> Vec<std::borrow::Cow<'a, super::record::Components>> {
+    // One check per write, not per entity.
     let sorted = maps_sorted();
     components
         .map(|c| canonical_components(c, sorted))
@@ -91,7 +92,7 @@ pub(crate) fn canonical_all<'a>(
 
 /// `components` as the canonical writers write them: borrowed when maps iterate sorted
 /// ([`maps_sorted`]), else a copy whose values are [`sorted`].
-pub(crate) fn canonical_components(
+fn canonical_components(
     components: &super::record::Components,
     maps_sorted: bool,
 ) -> std::borrow::Cow<'_, super::record::Components> {

@@ -38,8 +38,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-// Sets keyed by untrusted ids: hashbrown's foldhash is seeded per set, and much cheaper than
-// SipHash here.
+// Sets keyed by untrusted ids: hashbrown's foldhash is seeded per set and cheaper than SipHash.
 use hashbrown::HashSet;
 
 use serde::Serialize;
@@ -367,20 +366,24 @@ impl WorldV2 {
         out.extend_from_slice(b",\n  \"document\": ");
         compact(&mut out, &self.document);
         out.extend_from_slice(b",\n  \"entities\": [");
-        let sorted = json::maps_sorted();
-        for (i, e) in self.entities.iter().enumerate() {
+        /// An entity as written: `EntityV2`'s members, its components canonical.
+        #[derive(Serialize)]
+        struct EntityOut<'a> {
+            uuid: &'a SourceObjectId,
+            label: &'a str,
+            name: &'a str,
+            components: &'a Components,
+        }
+        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
+        for (i, (e, components)) in self.entities.iter().zip(&components).enumerate() {
             out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
-            if sorted {
-                compact(&mut out, e);
-            } else {
-                compact(
-                    &mut out,
-                    &EntityV2 {
-                        components: json::canonical_components(&e.components, false).into_owned(),
-                        ..e.clone()
-                    },
-                );
-            }
+            let entity = EntityOut {
+                uuid: &e.uuid,
+                label: &e.label,
+                name: &e.name,
+                components,
+            };
+            compact(&mut out, &entity);
         }
         out.extend_from_slice(if self.entities.is_empty() {
             b"]\n}\n"
@@ -584,8 +587,7 @@ fn decode_components(obj: &mut Object<'_>) -> R<Components> {
                 &key(&at, &name),
             ));
         };
-        // Inserted one by one (the members come sorted): `collect` would stage them in a Vec
-        // and sort them first.
+        // Inserted one by one: `BTreeMap`'s `collect` would stage them in a Vec and sort it.
         let mut properties = Properties::new();
         for (k, v) in props {
             properties.insert(k, v);
