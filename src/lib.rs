@@ -14,7 +14,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod buckets;
 pub mod content;
+mod hint;
 pub mod identity;
 pub mod memory;
 mod sync;

@@ -25,7 +25,6 @@
 //! and exit codes: `docs/content.md`.
 
 mod apply;
-mod buckets;
 mod canonical;
 pub mod cook;
 mod duplicate;

@@ -29,10 +29,10 @@ use serde::de::value::MapDeserializer;
 use serde::de::{self, Deserializer, Visitor};
 use uuid::Uuid;
 
-use super::buckets::{bucket_sort, top16, Starts};
 use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
 use super::restore::RestoreErrorKind;
+use crate::buckets::{bucket_sort, top16, Starts};
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::{
     insert_value, Activation, BindingKind, DurableError, DurableOps, EntityId, HierarchyError,

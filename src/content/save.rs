@@ -15,11 +15,12 @@
 
 use uuid::Uuid;
 
-use super::buckets::{bucket_sort, top16};
 use super::canonical::{self, Ctx};
 use super::error::Line;
 use super::mapping::{rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor};
 use super::record::{is_schema_name, WorldV2};
+use crate::buckets::{bucket_sort, top16};
+use crate::hint::prefetch_bytes;
 use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
@@ -173,7 +174,7 @@ where
     let mut text = [0u8; UUID_TEXT_LEN];
     for (i, r) in rows.iter().enumerate() {
         if let Some(ahead) = rows.get(i + PREFETCH) {
-            prefetch(&body[ahead.start..ahead.end]);
+            prefetch_bytes(&body[ahead.start..ahead.end]);
         }
         let uuid = format_uuid(&Uuid::from_u128(r.key), &mut text).as_bytes();
         out.extend_from_slice(if i == 0 {
@@ -208,23 +209,6 @@ const NAME_MEMBER: &[u8] = b",\"name\":";
 /// How many rows ahead pass 2 prefetches an entity's text (its reads are in UUID order, a
 /// random walk over a buffer far larger than the caches).
 const PREFETCH: usize = 8;
-
-/// Asks for the cache lines of `text` ahead of their use; nothing where there is no hint.
-#[inline(always)]
-fn prefetch(text: &[u8]) {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(miri)))]
-    for line in text.chunks(64) {
-        // SAFETY: `_mm_prefetch` needs SSE, which this cfg requires; a prefetch is a hint that
-        // never faults and reads nothing into the program, and `line` is in bounds anyway.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            );
-        }
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse", not(miri))))]
-    let _ = text;
-}
 
 /// One saved entity: its UUID (as a big-endian integer: integer order is byte order), the hash
 /// of its name, its text `start..end` in the pass-1 buffer, and the length of its name when
