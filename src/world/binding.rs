@@ -332,8 +332,11 @@ pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     secret: [u64; 4],
     revision: u64,
     stats: BindingStats,
-    /// Keys reserved by a duplication in progress (capacity: `capacity`).
-    scratch: Vec<PersistentObjectKey, A>,
+    /// Keys reserved by a duplication or transaction in progress, with the index of each
+    /// one's entry (capacity: `capacity`). Entries never move while keys are reserved (a
+    /// reservation only fills a vacant entry; nothing is removed until they are published or
+    /// released).
+    scratch: Vec<(Words, u32), A>,
     /// Keys are opaque 32-byte values (a stable-id index), not pairs of v4 UUIDs.
     raw: bool,
 }
@@ -529,7 +532,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     #[cold]
     fn reserved_matches(&self, e: &Entry, w: &Words) -> bool {
         let k = (u32::MAX - e.slot) as usize;
-        self.scratch.get(k).is_some_and(|key| words(key) == *w)
+        self.scratch.get(k).is_some_and(|(key, _)| key == w)
     }
 
     /// Looks `w` up: its entry, or the first empty entry of its probe sequence (groups from
@@ -769,17 +772,22 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     slot: u32::MAX - self.scratch.len() as u32,
                     generation: u32::MAX,
                 };
-                self.scratch.push(*key);
+                self.scratch.push((w, i as u32));
                 true
             }
             _ => false,
         }
     }
 
+    /// Whether no key is reserved.
+    pub(crate) fn scratch_is_empty(&self) -> bool {
+        self.scratch.is_empty()
+    }
+
     /// Releases the first `n` reserved keys (a failed duplication).
     pub(crate) fn release_scratch(&mut self, n: usize) {
         for k in 0..n.min(self.scratch.len()) {
-            let w = words(&self.scratch[k]);
+            let w = self.scratch[k].0;
             if let Probe::Found(i) = self.probe(&w) {
                 self.remove_entry(i);
             }
@@ -789,21 +797,24 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Binds reserved key `k` to `entity` (forward and reverse).
     pub(crate) fn publish_scratch(&mut self, k: usize, entity: EntityId, kind: BindingKind) {
-        let Some(key) = self.scratch.get(k) else {
+        let Some(&(w, i)) = self.scratch.get(k) else {
             return;
         };
-        let w = words(key);
-        if let Probe::Found(i) = self.probe(&w) {
-            let e = self.entry_mut(i);
-            e.slot = entity.slot();
-            e.generation = entity.generation();
-            if let Some(r) = self.reverse.get_mut(entity.slot() as usize) {
-                *r = Reverse {
-                    key: w,
-                    generation: entity.generation(),
-                    kind: kind.0,
-                };
-            }
+        // The reservation's entry, where `reserve` put it (see `scratch`); checked all the
+        // same, so that a misuse publishes nothing rather than the wrong entry.
+        let i = i as usize;
+        if self.groups.len() * GROUP <= i || self.entry(i).slot != u32::MAX - k as u32 {
+            return;
+        }
+        let e = self.entry_mut(i);
+        e.slot = entity.slot();
+        e.generation = entity.generation();
+        if let Some(r) = self.reverse.get_mut(entity.slot() as usize) {
+            *r = Reverse {
+                key: w,
+                generation: entity.generation(),
+                kind: kind.0,
+            };
         }
     }
 

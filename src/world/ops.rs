@@ -89,6 +89,36 @@ fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
     Ok(previous)
 }
 
+/// Inserts, for each `k`, the `T` read from `values(k)` into `entities[k]`: one pool taken
+/// for the whole column, the change (phase, liveness, budget) checked per entity as
+/// [`insert`] does, groups packed after the column. Stops at the first refusal (the entities
+/// before it keep their values).
+///
+/// # Errors
+/// As [`insert`]; `UnknownComponent` for bytes of another size than `T`'s.
+pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
+    world: &mut W,
+    entities: &[EntityId],
+    values: impl Fn(usize) -> &'v [u8],
+) -> Result<(), WorldError> {
+    {
+        let (registry, pool) = member::<W, T>(world)?;
+        for (k, &entity) in entities.iter().enumerate() {
+            let value = bytemuck::try_pod_read_unaligned::<T>(values(k))
+                .map_err(|_| WorldError::UnknownComponent)?;
+            registry.check_member_change(entity)?;
+            let (_, joined) = pool.insert_validated(entity, value);
+            registry.advance_revision(u64::from(joined));
+        }
+    }
+    if grouped::<W, T>() {
+        for &entity in entities {
+            pack_groups_of::<W, T>(&mut world.parts().1, entity);
+        }
+    }
+    Ok(())
+}
+
 /// Appends `value` as `entity`'s `T` without a slot lookup, checking the change.
 ///
 /// # Safety
