@@ -16,10 +16,14 @@ pub(crate) fn prefetch<T>(value: &T) {
     let _ = value;
 }
 
-/// Asks for every cache line of `bytes` ahead of their use.
+/// Asks for every cache line of `bytes` ahead of their use (the last one too when `bytes`
+/// straddles a line boundary).
 #[inline(always)]
 pub(crate) fn prefetch_bytes(bytes: &[u8]) {
     for line in bytes.chunks(64) {
         prefetch(&line[0]);
+    }
+    if let Some(last) = bytes.last() {
+        prefetch(last);
     }
 }

@@ -836,16 +836,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Some(key)
     }
 
-    /// Asks for the cache lines of `slot`'s reverse entry ahead of a read (40 bytes: it can
-    /// straddle two).
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, slot: u32) {
-        if let Some(r) = self.reverse.get(slot as usize) {
-            crate::hint::prefetch(&r.generation);
-            crate::hint::prefetch(&r.key.object[1]);
-        }
-    }
-
     /// Whether `entity`'s slot may hold a binding (cheap pre-check for destroy).
     #[inline(always)]
     pub(crate) fn may_bind(&self, slot: u32) -> bool {

@@ -31,6 +31,7 @@ use super::persistent::{
 use super::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
 use super::{ComponentPool, EntityId, WorldError};
 use crate::buckets::bucket_sort;
+use crate::hint::prefetch_bytes;
 use crate::identity::{PersistentId, TERMINAL_GENERATION};
 
 /// The checkpoint format name.
@@ -269,21 +270,21 @@ fn value<W: Roster>(world: &W, entity: EntityId, want: TypeId) -> Option<&[u8]> 
     v.out
 }
 
-/// How many records ahead `write_canonical` asks for a record's component lines.
-const PREFETCH: usize = 8;
-
 /// Bytes hashed at a time by `checkpoint_digest` (fits the L2 cache with the pools' lines).
 const DIGEST_CHUNK: usize = 32 * 1024;
 
 /// One roster component, as `write_canonical` writes it.
 trait Column {
-    /// Appends `entity`'s component (name length, name, value length, value) to `out`;
-    /// false, appending nothing, when it has none.
-    fn write(&self, entity: EntityId, out: &mut Vec<u8>) -> bool;
-    /// Bytes of one component as written.
+    /// Copies `entity`'s value into `to` (exactly [`size`](Self::size) bytes); false,
+    /// copying nothing, when it has none.
+    fn stage(&self, entity: EntityId, to: &mut [u8]) -> bool;
+    /// Appends the component as encoded (name length, name, value length, value) for the
+    /// value staged in `staged`.
+    fn emit(&self, staged: &[u8], out: &mut Vec<u8>);
+    /// Bytes of a value.
     fn size(&self) -> usize;
-    /// Asks for the cache lines `write` of an entity at `slot` reads.
-    fn prefetch(&self, slot: usize);
+    /// Bytes of one component as encoded.
+    fn encoded(&self) -> usize;
 }
 
 /// A pool and the bytes written before each of its values (`head`, padded to [`HEAD`] bytes
@@ -299,10 +300,18 @@ const HEAD: usize = 32;
 
 impl<T: Pod, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
     #[inline]
-    fn write(&self, entity: EntityId, out: &mut Vec<u8>) -> bool {
-        let Some(v) = self.pool.get(entity) else {
-            return false;
-        };
+    fn stage(&self, entity: EntityId, to: &mut [u8]) -> bool {
+        match self.pool.get(entity) {
+            Some(v) => {
+                to.copy_from_slice(bytemuck::bytes_of(v));
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn emit(&self, staged: &[u8], out: &mut Vec<u8>) {
         match &self.padded {
             Some(padded) => {
                 let at = out.len() + self.head.len();
@@ -311,17 +320,17 @@ impl<T: Pod, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
             }
             None => out.extend_from_slice(&self.head),
         }
-        out.extend_from_slice(bytemuck::bytes_of(v));
-        true
+        // Read as a `T`, so that the copy has a constant size.
+        let value: T = bytemuck::pod_read_unaligned(&staged[..core::mem::size_of::<T>()]);
+        out.extend_from_slice(bytemuck::bytes_of(&value));
     }
 
     fn size(&self) -> usize {
-        self.head.len() + core::mem::size_of::<T>()
+        core::mem::size_of::<T>()
     }
 
-    #[inline]
-    fn prefetch(&self, slot: usize) {
-        self.pool.prefetch(slot);
+    fn encoded(&self) -> usize {
+        self.head.len() + core::mem::size_of::<T>()
     }
 }
 
@@ -354,20 +363,28 @@ impl<'w, W: Roster> TypeVisitor for Columns<'w, W> {
 
 /// An entity with a stable id, as `write_canonical` orders it: `prefix` holds the namespace
 /// tag in its top two bits and the key's leading bits below, so it orders as the ids do up to
-/// ties, which the whole id (read from the binding table) breaks.
+/// ties, which the whole id (staged) breaks; `staged` is its place in the staging buffer.
 #[derive(Clone, Copy)]
 struct Row {
     prefix: u64,
-    slot: u32,
-    generation: u32,
+    staged: u32,
 }
+
+/// Staged bytes of an id: namespace tag, key.
+const KEYED: usize = 33;
+
+/// How many records ahead `write_canonical` asks for a record's staged bytes.
+const PREFETCH: usize = 8;
 
 /// Writes the canonical bytes (module docs) to `out`, calling `flush(out)` whenever `out`
 /// holds `chunk` bytes or more, and once at the end.
 ///
-/// The rows are collected from the binding table in slot order and bucket-sorted by id; each
-/// record is then written in id order from the binding table and the pools (through one
-/// [`Column`] per component), whose lines are asked for [`PREFETCH`] records ahead.
+/// Pass 1 walks the binding table in slot order (so the registry and the pools are read about
+/// front to back): a row per entity, and its id and component values copied into a staging
+/// buffer (per entity: tag, key, a presence byte per component, the values). The rows are
+/// bucket-sorted by id; pass 2 writes each record in id order from its staged bytes, asked
+/// for [`PREFETCH`] records ahead (id order is a random walk over slot order; staging keeps
+/// it to one place per record instead of the binding table's and two per component).
 fn write_canonical<W: PersistentOps>(
     world: &W,
     out: &mut Vec<u8>,
@@ -382,44 +399,59 @@ fn write_canonical<W: PersistentOps>(
     W::Components::each(&mut columns);
     let mut columns = columns.out;
     columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let record = ENTITY_HEADER + columns.iter().map(|c| c.1.size()).sum::<usize>();
+    let record = ENTITY_HEADER + columns.iter().map(|c| c.1.encoded()).sum::<usize>();
+    // Staged entity: namespace tag, key, a presence byte per column, then each column's
+    // value at its offset.
+    let mut offsets = Vec::with_capacity(columns.len());
+    let mut stride = KEYED + columns.len();
+    for (_, c) in &columns {
+        offsets.push(stride);
+        stride += c.size();
+    }
     let (registry, stable) = (world.registry(), &world.durable_ref().stable);
-    let owner = registry.owner();
-    let entity = |r: &Row| EntityId::from_raw_parts(owner, r.slot, r.generation);
-    // (tag, key) of a row: its binding is live (checked below), so it is there.
-    let id = |r: &Row| {
-        stable
-            .binding_of(entity(r))
-            .map_or((0, [0; 32]), |(key, kind)| {
-                (kind.0 as u8, bytemuck::cast(key))
-            })
-    };
     let mut rows: Vec<Row> = Vec::with_capacity(stable.len());
+    let mut staging = vec![0u8; stable.len() * stride];
     let mut tags_fit = true;
     for (key, e, kind) in stable.iter() {
-        if registry.is_alive(e) {
-            let key: [u8; 32] = bytemuck::cast(key);
-            let lead = u64::from_be_bytes(key[..8].try_into().unwrap_or_default());
-            tags_fit &= kind.0 < 4;
-            rows.push(Row {
-                prefix: u64::from(kind.0 & 3) << 62 | lead >> 2,
-                slot: e.slot(),
-                generation: e.generation(),
-            });
+        if !registry.is_alive(e) {
+            continue;
         }
+        let at = rows.len() * stride;
+        let Some(staged) = staging.get_mut(at..at + stride) else {
+            break; // Unreachable: `stable.len()` bindings at most.
+        };
+        let key: [u8; 32] = bytemuck::cast(key);
+        staged[0] = kind.0 as u8;
+        staged[1..KEYED].copy_from_slice(&key);
+        for (k, (_, c)) in columns.iter().enumerate() {
+            let to = &mut staged[offsets[k]..offsets[k] + c.size()];
+            staged[KEYED + k] = u8::from(c.stage(e, to));
+        }
+        let lead = u64::from_be_bytes(key[..8].try_into().unwrap_or_default());
+        tags_fit &= kind.0 < 4;
+        rows.push(Row {
+            prefix: u64::from(kind.0 & 3) << 62 | lead >> 2,
+            staged: rows.len() as u32,
+        });
     }
+    let staged = |r: &Row| {
+        let at = r.staged as usize * stride;
+        staging.get(at..at + stride).unwrap_or_default()
+    };
+    // The id of a row: (namespace tag, key) as staged.
+    let id = |r: &Row| staged(r).get(..KEYED).unwrap_or_default();
     if tags_fit {
         bucket_sort(
             &mut rows,
             |r| (r.prefix >> 48) as u16,
-            |a, b| a.prefix.cmp(&b.prefix).then_with(|| id(a).cmp(&id(b))),
+            |a, b| a.prefix.cmp(&b.prefix).then_with(|| id(a).cmp(id(b))),
         );
     } else {
         // Unreachable for ids `from_key` accepts (tags 1 and 2); kept exact regardless.
         rows.sort_unstable_by_key(id);
     }
     // Room for a padded head past the last record, so that the fixed-size copies of
-    // `PoolColumn::write` never grow `out`.
+    // `PoolColumn::emit` never grow `out`.
     out.reserve(
         HEAD + if chunk == usize::MAX {
             28 + rows.len() * record
@@ -430,24 +462,21 @@ fn write_canonical<W: PersistentOps>(
     out.extend_from_slice(b"ludus.checkpoint.v1\0");
     out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
     for (i, row) in rows.iter().enumerate() {
-        // Id order is a random permutation of slot order: ask for the lines ahead.
         if let Some(ahead) = rows.get(i + PREFETCH) {
-            stable.prefetch(ahead.slot);
-            for (_, c) in &columns {
-                c.prefetch(ahead.slot as usize);
-            }
+            prefetch_bytes(staged(ahead));
         }
         let start = out.len();
-        let (tag, key) = id(row);
+        let staged = staged(row);
         let mut head = [0u8; ENTITY_HEADER];
-        head[0] = tag;
-        head[1..33].copy_from_slice(&key);
+        head[..KEYED].copy_from_slice(&staged[..KEYED]);
         head[33] = 1;
         out.extend_from_slice(&head);
         let mut count = 0u32;
-        let e = entity(row);
-        for (_, c) in &columns {
-            count += u32::from(c.write(e, out));
+        for (k, (_, c)) in columns.iter().enumerate() {
+            if staged.get(KEYED + k) == Some(&1) {
+                c.emit(&staged[offsets[k]..], out);
+                count += 1;
+            }
         }
         out[start + 34..start + 38].copy_from_slice(&count.to_le_bytes());
         if out.len() >= chunk {

@@ -9,7 +9,6 @@ use bytemuck::Pod;
 use super::dense::{words_for, DenseMut, Index, Order, Sparse, NO_ENTRY};
 use super::owners::{EntityKey, Owners};
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
-use crate::hint::prefetch;
 use crate::identity::OwnerToken;
 
 /// Dense storage of one component type `T` for the entities of one registry.
@@ -190,29 +189,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             order: self.order,
             layout: self.layout,
             live: self.live,
-        }
-    }
-
-    /// Asks for the cache lines that [`get`](Self::get) of an entity at `slot` reads when
-    /// its entry sits on its diagonal, and its sparse entry unless every entry does (keys
-    /// strictly ascending by slot and the last at slot `len - 1`). A hint: nothing relies on
-    /// it.
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, slot: usize) {
-        let at = slot.min(self.keys.len().wrapping_sub(1));
-        if let (Some(k), Some(v)) = (self.keys.get(at), self.values.get(at)) {
-            prefetch(k);
-            prefetch(v);
-        }
-        let diagonal = self.order.sorted
-            && self
-                .keys
-                .last()
-                .is_none_or(|k| k.slot() as usize == self.keys.len() - 1);
-        if !diagonal {
-            if let Some(s) = self.sparse.get(slot) {
-                prefetch(s);
-            }
         }
     }
 
