@@ -853,7 +853,7 @@ mod create_batch_model {
         ]
     }
 
-    fn check(seed: u64, live: usize, n: usize, at: usize, f: Fault) {
+    fn check(seed: u64, live: usize, n: usize, run: usize, at: usize, f: Fault) {
         let capacity = live + n + 2;
         let mut w = sim(capacity);
         let old: Vec<PreparedSpawn> = (0..live)
@@ -866,8 +866,8 @@ mod create_batch_model {
             })
             .collect();
         w.transact(&tx(old.iter().map(create).collect())).unwrap();
-        // Three component lists (two of the same length): runs of equal lists are batched
-        // apart.
+        // Three component lists (two of the same length), in runs of `run` creates: runs of
+        // equal lists are batched apart, long ones in several chunks.
         let pos = |i: usize| Pos {
             x: i as f32,
             y: 1.0,
@@ -875,7 +875,7 @@ mod create_batch_model {
         let fresh: Vec<PreparedSpawn> = (0..n)
             .map(|i| {
                 let mut entropy = SeqEntropy::new(seed ^ (2 << 40) ^ i as u64);
-                match i % 3 {
+                match i / run % 3 {
                     0 => PreparedSpawn::prepare::<Sim, _, _>((Hp(i as u32),), &mut entropy),
                     1 => PreparedSpawn::prepare::<Sim, _, _>((pos(i),), &mut entropy),
                     _ => PreparedSpawn::prepare::<Sim, _, _>((pos(i), Hp(7)), &mut entropy),
@@ -962,7 +962,7 @@ mod create_batch_model {
         }
         for (i, p) in fresh.iter().enumerate() {
             let e = w.entity_of(&p.id).unwrap();
-            let expected = match i % 3 {
+            let expected = match i / run % 3 {
                 0 => (Some(Hp(i as u32)), None),
                 1 => (None, Some(pos(i))),
                 _ => (Some(Hp(7)), Some(pos(i))),
@@ -985,10 +985,20 @@ mod create_batch_model {
             seed in any::<u64>(),
             live in 0usize..6,
             n in 0usize..40,
+            run in 1usize..5,
             at in any::<usize>(),
             f in fault(),
         ) {
-            check(seed, live, if cfg!(miri) { n % 8 } else { n }, at, f);
+            check(seed, live, if cfg!(miri) { n % 8 } else { n }, run, at, f);
         }
+    }
+
+    /// Runs longer than a chunk of the batched path (512 creates).
+    #[test]
+    fn long_runs_cross_chunks() {
+        let n = if cfg!(miri) { 12 } else { 1_300 };
+        check(1, 3, n, n / 2 + 1, 0, Fault::None);
+        check(2, 3, n, n / 3, n - 5, Fault::Repeat);
+        check(3, 0, n, 700, 0, Fault::Capacity);
     }
 }

@@ -221,6 +221,13 @@ struct Words {
     object: [u64; 2],
 }
 
+impl Words {
+    const ZERO: Words = Words {
+        instance: [0; 2],
+        object: [0; 2],
+    };
+}
+
 #[inline(always)]
 fn words(key: &PersistentObjectKey) -> Words {
     let w: [u64; 4] = bytemuck::pod_read_unaligned(bytemuck::bytes_of(key));
@@ -366,6 +373,14 @@ fn fresh_secret() -> [u64; 4] {
     s
 }
 
+/// An empty vector with room for `capacity` reservations, its pages written once at init so
+/// that the first large transaction or duplication does not fault them in.
+fn resident<A: Allocator>(capacity: usize, alloc: A) -> Result<Vec<(Words, u32), A>, InitError> {
+    let mut v = super::fixed::filled(capacity, (Words::ZERO, 0), alloc)?;
+    v.clear();
+    Ok(v)
+}
+
 impl WorldBindingTable<Global> {
     /// A table for up to `capacity` bindings of `registry`'s entities, on the global allocator.
     ///
@@ -417,7 +432,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             secret: fresh_secret(),
             revision: 0,
             stats: BindingStats::default(),
-            scratch: super::fixed::reserve(capacity, alloc)?,
+            scratch: resident(capacity, alloc)?,
             raw: false,
         })
     }

@@ -628,19 +628,26 @@ fn transact_creates<W: PersistentOps>(
     schema: &[(&'static str, TypeId, usize)],
 ) -> Option<Result<TxReport, TxError>> {
     let n = tx.commands.len();
-    let mut spawns: Vec<&PreparedSpawn> = Vec::with_capacity(n);
+    // Runs of consecutive creates with the same component types: (first create, types).
+    let mut runs: Vec<(usize, core::ops::Range<usize>)> = Vec::new();
+    let mut lists: Vec<TypeId> = Vec::new();
     let mut types: Vec<TypeId> = Vec::new();
     let mut revisions = 0u64;
-    for c in &tx.commands {
-        let TxCommand::Create { spawn } = c else {
-            return None;
-        };
+    for (k, spawn) in tx.commands.iter().enumerate() {
+        let spawn = created(spawn)?;
         if !spawn.id.is_spawned() || !is_canonical(&spawn.id) {
             return None;
         }
+        types.clear();
         check_components(schema, &spawn.components, &mut types).ok()?;
+        let same = runs
+            .last()
+            .is_some_and(|(_, r)| lists[r.clone()] == types[..]);
+        if !same {
+            runs.push((k, lists.len()..lists.len() + types.len()));
+            lists.extend_from_slice(&types);
+        }
         revisions += 1 + spawn.components.len() as u64;
-        spawns.push(spawn);
     }
     {
         let (registry, durable) = enabled_mut(world).ok()?;
@@ -652,79 +659,89 @@ fn transact_creates<W: PersistentOps>(
         {
             return None;
         }
-        for (k, spawn) in spawns.iter().enumerate() {
-            if !durable.stable.reserve(&stable_key(&spawn.id).0) {
+        for (k, c) in tx.commands.iter().enumerate() {
+            let key = created(c).map(|s| stable_key(&s.id).0);
+            if !key.is_some_and(|key| durable.stable.reserve(&key)) {
                 durable.stable.release_scratch(k);
                 return None;
             }
         }
     }
-    let mut entities = vec![EntityId::from_raw_parts(0, 0, 0); n];
-    if world.create_batch(&mut entities).is_err() {
-        if let Ok((_, durable)) = enabled_mut(world) {
-            durable.stable.release_scratch(n);
-        }
-        return None;
-    }
-    // Nothing below can fail (everything was checked against the same state): runs of
-    // creates with the same component types, a column per component.
-    let (mut k, mut at) = (0, 0);
-    while k < n {
-        let len = spawns[k].components.len();
-        let list = &types[at..at + len];
-        let (mut j, mut end) = (k + 1, at + len);
-        while j < n && spawns[j].components.len() == len && types[end..end + len] == *list {
-            j += 1;
-            end += len;
-        }
-        for (component, ty) in list.iter().enumerate() {
-            let mut insert = InsertColumn {
-                world: &mut *world,
-                entities: &entities[k..j],
-                spawns: &spawns[k..j],
-                component,
-                result: Err(WorldError::UnknownComponent),
-            };
-            W::Components::dispatch(*ty, &mut insert);
-            let result = insert.result;
-            debug_assert!(result.is_ok(), "validated create failed: {result:?}");
-            if let Err(e) = result {
+    // Nothing below can fail (everything was checked against the same state): each run in
+    // chunks of at most `CREATE_CHUNK` entities, created together, then a column per
+    // component, then their ids published.
+    let mut entities = vec![EntityId::from_raw_parts(0, 0, 0); n.min(CREATE_CHUNK)];
+    for (r, (first, list)) in runs.iter().enumerate() {
+        let end = runs.get(r + 1).map_or(n, |next| next.0);
+        let mut at = *first;
+        while at < end {
+            let m = (end - at).min(CREATE_CHUNK);
+            let commands = &tx.commands[at..at + m];
+            let entities = &mut entities[..m];
+            let applied = world.create_batch(entities).and_then(|()| {
+                for (component, ty) in lists[list.clone()].iter().enumerate() {
+                    let mut insert = InsertColumn {
+                        world: &mut *world,
+                        entities,
+                        commands,
+                        component,
+                        result: Err(WorldError::UnknownComponent),
+                    };
+                    W::Components::dispatch(*ty, &mut insert);
+                    insert.result?;
+                }
+                Ok(())
+            });
+            debug_assert!(applied.is_ok(), "validated create failed: {applied:?}");
+            if let Err(e) = applied {
                 return Some(Err(DurableError::from(e).into()));
             }
+            let Ok((_, durable)) = enabled_mut(world) else {
+                return Some(Err(DurableError::Disabled.into()));
+            };
+            for (k, (&e, c)) in entities.iter().zip(commands).enumerate() {
+                let kind = created(c).map_or(BindingKind(0), |s| stable_key(&s.id).1);
+                durable.stable.publish_scratch(at + k, e, kind);
+            }
+            at += m;
         }
-        (k, at) = (j, end);
     }
-    let Ok((_, durable)) = enabled_mut(world) else {
-        return Some(Err(DurableError::Disabled.into()));
-    };
-    for (k, &e) in entities.iter().enumerate() {
-        durable
-            .stable
-            .publish_scratch(k, e, stable_key(&spawns[k].id).1);
+    if let Ok((_, durable)) = enabled_mut(world) {
+        durable.stable.finish_scratch(n);
     }
-    durable.stable.finish_scratch(n);
     Some(Ok(TxReport {
         created: n,
         ..TxReport::default()
     }))
 }
 
-/// Inserts component `component` of every spawn into its entity (one roster type).
-struct InsertColumn<'a, 's, W> {
+/// Entities `transact_creates` creates at a time (a reused buffer of handles).
+const CREATE_CHUNK: usize = 512;
+
+/// The prepared spawn of a create.
+#[inline(always)]
+fn created(c: &TxCommand) -> Option<&PreparedSpawn> {
+    match c {
+        TxCommand::Create { spawn } => Some(spawn),
+        _ => None,
+    }
+}
+
+/// Inserts component `component` of every create into its entity (one roster type).
+struct InsertColumn<'a, W> {
     world: &'a mut W,
     entities: &'a [EntityId],
-    spawns: &'a [&'s PreparedSpawn],
+    commands: &'a [TxCommand],
     component: usize,
     result: Result<(), WorldError>,
 }
 
-impl<W: Roster> TypeVisitor for InsertColumn<'_, '_, W> {
+impl<W: Roster> TypeVisitor for InsertColumn<'_, W> {
     fn visit<T: Pod>(&mut self) {
-        let (spawns, component) = (self.spawns, self.component);
+        let (commands, component) = (self.commands, self.component);
         self.result = super::ops::insert_column::<W, T>(self.world, self.entities, |k| {
-            spawns[k]
-                .components
-                .get(component)
+            created(&commands[k])
+                .and_then(|s| s.components.get(component))
                 .map_or(&[][..], |c| &c.bytes.0[..])
         });
     }
