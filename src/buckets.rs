@@ -57,7 +57,9 @@ pub(crate) fn bucket_sort<T: Copy>(
         *slot += 1;
     }
     for w in starts.windows(2) {
-        out[w[0] as usize..w[1] as usize].sort_unstable_by(&mut cmp);
+        if w[1] - w[0] > 1 {
+            out[w[0] as usize..w[1] as usize].sort_unstable_by(&mut cmp);
+        }
     }
     *items = out;
     Starts(starts)

@@ -279,7 +279,7 @@ trait Column {
     /// copying nothing, when it has none.
     fn stage(&self, entity: EntityId, to: &mut [u8]) -> bool;
     /// Appends the component as encoded (name length, name, value length, value) for the
-    /// value staged in `staged`.
+    /// value staged in `staged` (exactly [`size`](Self::size) bytes).
     fn emit(&self, staged: &[u8], out: &mut Vec<u8>);
     /// Bytes of a value.
     fn size(&self) -> usize;
@@ -361,13 +361,15 @@ impl<'w, W: Roster> TypeVisitor for Columns<'w, W> {
     }
 }
 
-/// An entity with a stable id, as `write_canonical` orders it: `prefix` holds the namespace
-/// tag in its top two bits and the key's leading bits below, so it orders as the ids do up to
-/// ties, which the whole id (staged) breaks; `staged` is its place in the staging buffer.
+/// An entity with a stable id, as `write_canonical` orders it: `prefix` holds the key's
+/// leading bits (below the namespace tag's two when the rows' tags differ), so it orders as
+/// the ids do up to ties, which the whole id (staged) breaks; `staged` is its place in the
+/// staging buffer.
 #[derive(Clone, Copy)]
 struct Row {
     prefix: u64,
     staged: u32,
+    tag: u8,
 }
 
 /// Staged bytes of an id: namespace tag, key.
@@ -405,13 +407,14 @@ fn write_canonical<W: PersistentOps>(
     let mut offsets = Vec::with_capacity(columns.len());
     let mut stride = KEYED + columns.len();
     for (_, c) in &columns {
-        offsets.push(stride);
+        offsets.push(stride..stride + c.size());
         stride += c.size();
     }
     let (registry, stable) = (world.registry(), &world.durable_ref().stable);
     let mut rows: Vec<Row> = Vec::with_capacity(stable.len());
     let mut staging = vec![0u8; stable.len() * stride];
-    let mut tags_fit = true;
+    // Every tag below 4 (what `from_key` accepts: 1 and 2), and whether they differ.
+    let (mut tags_fit, mut first, mut mixed) = (true, None, false);
     for (key, e, kind) in stable.iter() {
         if !registry.is_alive(e) {
             continue;
@@ -424,15 +427,23 @@ fn write_canonical<W: PersistentOps>(
         staged[0] = kind.0 as u8;
         staged[1..KEYED].copy_from_slice(&key);
         for (k, (_, c)) in columns.iter().enumerate() {
-            let to = &mut staged[offsets[k]..offsets[k] + c.size()];
+            let to = &mut staged[offsets[k].clone()];
             staged[KEYED + k] = u8::from(c.stage(e, to));
         }
-        let lead = u64::from_be_bytes(key[..8].try_into().unwrap_or_default());
         tags_fit &= kind.0 < 4;
+        mixed |= *first.get_or_insert(kind.0) != kind.0;
         rows.push(Row {
-            prefix: u64::from(kind.0 & 3) << 62 | lead >> 2,
+            prefix: u64::from_be_bytes(key[..8].try_into().unwrap_or_default()),
             staged: rows.len() as u32,
+            tag: kind.0 as u8,
         });
+    }
+    // One namespace (the usual case): the key's leading bits order the rows. Several: the
+    // tag goes above them.
+    if mixed {
+        for r in &mut rows {
+            r.prefix = u64::from(r.tag & 3) << 62 | r.prefix >> 2;
+        }
     }
     let staged = |r: &Row| {
         let at = r.staged as usize * stride;
@@ -440,7 +451,7 @@ fn write_canonical<W: PersistentOps>(
     };
     // The id of a row: (namespace tag, key) as staged.
     let id = |r: &Row| staged(r).get(..KEYED).unwrap_or_default();
-    if tags_fit {
+    if !mixed || tags_fit {
         bucket_sort(
             &mut rows,
             |r| (r.prefix >> 48) as u16,
@@ -474,7 +485,7 @@ fn write_canonical<W: PersistentOps>(
         let mut count = 0u32;
         for (k, (_, c)) in columns.iter().enumerate() {
             if staged.get(KEYED + k) == Some(&1) {
-                c.emit(&staged[offsets[k]..], out);
+                c.emit(&staged[offsets[k].clone()], out);
                 count += 1;
             }
         }

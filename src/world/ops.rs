@@ -90,9 +90,9 @@ fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
 }
 
 /// Inserts, for each `k`, the `T` read from `values(k)` into `entities[k]`: one pool taken
-/// for the whole column, the change (phase, liveness, budget) checked per entity as
-/// [`insert`] does, groups packed after the column. Stops at the first refusal (the entities
-/// before it keep their values).
+/// for the whole column, the changes (phase, every entity alive, the column's revisions)
+/// checked once before any insert, groups packed after the column. A value of the wrong size
+/// stops it there (the entities before it keep their values).
 ///
 /// # Errors
 /// As [`insert`]; `UnknownComponent` for bytes of another size than `T`'s.
@@ -103,10 +103,10 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
 ) -> Result<(), WorldError> {
     {
         let (registry, pool) = member::<W, T>(world)?;
+        registry.check_member_changes(entities)?;
         for (k, &entity) in entities.iter().enumerate() {
             let value = bytemuck::try_pod_read_unaligned::<T>(values(k))
                 .map_err(|_| WorldError::UnknownComponent)?;
-            registry.check_member_change(entity)?;
             let (_, joined) = pool.insert_validated(entity, value);
             registry.advance_revision(u64::from(joined));
         }

@@ -382,9 +382,13 @@ impl TransactionQueue {
     }
 }
 
-/// Whether `id` is canonical (what its text form would parse to).
+/// Whether `id` is canonical (what its text form would parse to): a nonnil version-4 RFC UUID
+/// when spawned, a nonzero digest when authored (as `from_key` of its tag and key requires).
 pub(crate) fn is_canonical(id: &PersistentId) -> bool {
-    PersistentId::from_key(id.namespace_tag(), id.key_bytes()).as_ref() == Ok(id)
+    match id {
+        PersistentId::Spawned(uuid) => PersistentId::spawned(*uuid).is_ok(),
+        PersistentId::Authored(digest) => *digest != [0; 32],
+    }
 }
 
 /// Whether `id`'s 32 key bytes are bound in the stable index under any namespace.
@@ -633,20 +637,26 @@ fn transact_creates<W: PersistentOps>(
     let mut lists: Vec<TypeId> = Vec::new();
     let mut types: Vec<TypeId> = Vec::new();
     let mut revisions = 0u64;
+    let mut previous: Option<&PreparedSpawn> = None;
     for (k, spawn) in tx.commands.iter().enumerate() {
         let spawn = created(spawn)?;
         if !spawn.id.is_spawned() || !is_canonical(&spawn.id) {
             return None;
         }
-        types.clear();
-        check_components(schema, &spawn.components, &mut types).ok()?;
-        let same = runs
-            .last()
-            .is_some_and(|(_, r)| lists[r.clone()] == types[..]);
-        if !same {
-            runs.push((k, lists.len()..lists.len() + types.len()));
-            lists.extend_from_slice(&types);
+        // The same names and sizes as the previous create (which passed): the same checks
+        // pass, and the same types follow.
+        if !previous.is_some_and(|p| same_shape(&p.components, &spawn.components)) {
+            types.clear();
+            check_components(schema, &spawn.components, &mut types).ok()?;
+            let same = runs
+                .last()
+                .is_some_and(|(_, r)| lists[r.clone()] == types[..]);
+            if !same {
+                runs.push((k, lists.len()..lists.len() + types.len()));
+                lists.extend_from_slice(&types);
+            }
         }
+        previous = Some(spawn);
         revisions += 1 + spawn.components.len() as u64;
     }
     {
@@ -700,7 +710,7 @@ fn transact_creates<W: PersistentOps>(
                 return Some(Err(DurableError::Disabled.into()));
             };
             for (k, (&e, c)) in entities.iter().zip(commands).enumerate() {
-                let kind = created(c).map_or(BindingKind(0), |s| stable_key(&s.id).1);
+                let kind = created(c).map_or(BindingKind(0), |s| BindingKind(s.id.namespace_tag()));
                 durable.stable.publish_scratch(at + k, e, kind);
             }
             at += m;
@@ -717,6 +727,16 @@ fn transact_creates<W: PersistentOps>(
 
 /// Entities `transact_creates` creates at a time (a reused buffer of handles).
 const CREATE_CHUNK: usize = 512;
+
+/// Whether two component lists name the same components, in the same order, with values of
+/// the same sizes.
+#[inline]
+fn same_shape(a: &[ComponentValue], b: &[ComponentValue]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.bytes.0.len() == y.bytes.0.len() && x.component == y.component)
+}
 
 /// The prepared spawn of a create.
 #[inline(always)]
