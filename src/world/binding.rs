@@ -833,6 +833,21 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
     }
 
+    /// Ends a batch that published only the first `published` reserved keys (a failure half
+    /// way): the other reservations are released, the published bindings kept and counted.
+    pub(crate) fn abandon_scratch(&mut self, published: usize) {
+        let published = published.min(self.scratch.len());
+        for k in published..self.scratch.len() {
+            let w = self.scratch[k].0;
+            if let Probe::Found(i) = self.probe(&w) {
+                if self.entry(i).slot == u32::MAX - k as u32 {
+                    self.remove_entry(i);
+                }
+            }
+        }
+        self.finish_scratch(published);
+    }
+
     /// Completes a duplication that published `k` reserved keys: one revision.
     pub(crate) fn finish_scratch(&mut self, k: usize) {
         self.len += k;
@@ -1085,6 +1100,30 @@ mod tests {
         assert_eq!(t.binding_revision(), rev + 1);
         assert!(!t.prune(&reg, &batch[1].key));
         assert!(t.check_consistent());
+    }
+
+    /// Reservations: a taken or repeated key is refused; a batch abandoned half way keeps what
+    /// it published and leaves no placeholder behind.
+    #[test]
+    fn reservations_publish_or_abandon_cleanly() {
+        let (reg, mut t, es) = setup(8);
+        t.try_activate(&reg, &[Activation::new(es[0], key(1, 0))])
+            .unwrap();
+        assert!(!t.reserve(&key(1, 0)), "a bound key");
+        for o in 1..4 {
+            assert!(t.reserve(&key(1, o)));
+        }
+        assert!(!t.reserve(&key(1, 2)), "a reserved key");
+        t.publish_scratch(0, es[1], BindingKind(0));
+        t.abandon_scratch(1);
+        assert_eq!((t.len(), t.binding_revision()), (2, 2));
+        assert_eq!(t.key_of(es[1]), Some(key(1, 1)));
+        assert!(!t.contains_key(&key(1, 2)) && !t.contains_key(&key(1, 3)));
+        assert!(t.check_consistent());
+        // The abandoned keys can be reserved again.
+        assert!(t.reserve(&key(1, 2)));
+        t.release_scratch(1);
+        assert!(t.check_consistent() && t.scratch_is_empty());
     }
 
     #[test]

@@ -704,6 +704,11 @@ fn transact_creates<W: PersistentOps>(
             });
             debug_assert!(applied.is_ok(), "validated create failed: {applied:?}");
             if let Err(e) = applied {
+                // Only a roster that hands out other parts than it was checked with gets
+                // here: keep the binding table whole (what was published stays bound).
+                if let Ok((_, durable)) = enabled_mut(world) {
+                    durable.stable.abandon_scratch(at);
+                }
                 return Some(Err(DurableError::from(e).into()));
             }
             let Ok((_, durable)) = enabled_mut(world) else {
