@@ -283,6 +283,9 @@ struct Group([Entry; 4]);
 /// Entries per group.
 const GROUP: usize = 4;
 
+/// How many keys ahead a batch asks for a key's home group.
+const PREFETCH: usize = 8;
+
 /// A reverse entry: the binding of the slot's incarnation `generation` (0: none).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
@@ -671,6 +674,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             });
         }
         for (index, c) in batch.iter().enumerate() {
+            // The keys are random: ask for a later candidate's home group while this one is
+            // placed.
+            if let Some(ahead) = batch.get(index + PREFETCH) {
+                self.prefetch_home(&ahead.key);
+            }
             if let Err(reason) = self.insert_candidate(registry, batch, index, c) {
                 // Roll back the candidates inserted so far: none was observable.
                 for done in &batch[..index] {
@@ -768,6 +776,14 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         };
         self.len += 1;
         Ok(())
+    }
+
+    /// Asks for the cache line of `key`'s home group ahead of a probe.
+    #[inline(always)]
+    pub(crate) fn prefetch_home(&self, key: &PersistentObjectKey) {
+        if let Some(g) = self.groups.get(self.home(self.tag(&words(key)))) {
+            crate::hint::prefetch(g);
+        }
     }
 
     /// Reserves a free `key` in the forward map for a duplication in progress: a placeholder
