@@ -270,7 +270,7 @@ fn value<W: Roster>(world: &W, entity: EntityId, want: TypeId) -> Option<&[u8]> 
     v.out
 }
 
-/// Bytes hashed at a time by `checkpoint_digest` (fits the L2 cache with the pools' lines).
+/// Bytes hashed at a time by `checkpoint_digest` (a chunk stays in the L2 cache until hashed).
 const DIGEST_CHUNK: usize = 32 * 1024;
 
 /// One roster component, as `write_canonical` writes it.
