@@ -675,6 +675,15 @@ fn cp_without(cp: &Checkpoint, index: usize) -> Checkpoint {
     c
 }
 
+/// Proptest settings of this file's model tests: `cases` cases, no failure files.
+fn cases(cases: u32) -> proptest::prelude::ProptestConfig {
+    proptest::prelude::ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
 /// Checkpoint bytes written from the pools (bucket-sorted rows, records written in id order)
 /// against the structured checkpoint's canonical bytes (a plain sort, then a value lookup per
 /// entity and component): both namespaces, ids that share their leading bytes (so the
@@ -810,11 +819,7 @@ mod checkpoint_model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 1 } else { 16 },
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(super::cases(if cfg!(miri) { 1 } else { 16 }))]
         #[test]
         fn any_world_writes_its_structured_bytes(
             seed in any::<u64>(),
@@ -981,11 +986,7 @@ mod create_batch_model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 2 } else { 96 },
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        })]
+        #![proptest_config(super::cases(if cfg!(miri) { 2 } else { 96 }))]
         #[test]
         fn create_only_transactions_match_the_model(
             seed in any::<u64>(),

@@ -815,17 +815,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.scratch.is_empty()
     }
 
-    /// Releases the first `n` reserved keys (a failed duplication).
-    pub(crate) fn release_scratch(&mut self, n: usize) {
-        for k in 0..n.min(self.scratch.len()) {
-            let w = self.scratch[k].0;
-            if let Probe::Found(i) = self.probe(&w) {
-                self.remove_entry(i);
-            }
-        }
-        self.scratch.clear();
-    }
-
     /// Binds reserved key `k` to `entity` (forward and reverse).
     pub(crate) fn publish_scratch(&mut self, k: usize, entity: EntityId, kind: BindingKind) {
         let Some(&(w, i)) = self.scratch.get(k) else {
@@ -849,8 +838,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
     }
 
-    /// Ends a batch that published only the first `published` reserved keys (a failure half
-    /// way): the other reservations are released, the published bindings kept and counted.
+    /// Ends a reservation batch that published its first `published` reserved keys (0: a
+    /// batch refused before it created anything): the other reservations are released, the
+    /// published bindings kept and counted (one revision when there are any).
     pub(crate) fn abandon_scratch(&mut self, published: usize) {
         let published = published.min(self.scratch.len());
         for k in published..self.scratch.len() {
@@ -1138,7 +1128,7 @@ mod tests {
         assert!(t.check_consistent());
         // The abandoned keys can be reserved again.
         assert!(t.reserve(&key(1, 2)));
-        t.release_scratch(1);
+        t.abandon_scratch(0);
         assert!(t.check_consistent() && t.scratch_is_empty());
     }
 

@@ -172,29 +172,25 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
     // Mint every id before creating anything: the new keys are reserved in the forward
     // map (so later candidates see them) and released again on any failure.
     let (_, durable) = enabled_mut(world)?;
-    let mut reserved = 0;
     let mut failure = None;
     for &e in selection {
         let Some(key) = durable.bindings.key_of(e) else {
             continue;
         };
-        match mint_key(&mut durable.bindings, key.instance, entropy) {
-            Ok(_) => reserved += 1,
-            Err(m) => {
-                failure = Some(m);
-                break;
-            }
+        if let Err(m) = mint_key(&mut durable.bindings, key.instance, entropy) {
+            failure = Some(m);
+            break;
         }
     }
     if let Some(m) = failure {
-        durable.bindings.release_scratch(reserved);
+        durable.bindings.abandon_scratch(0);
         return Err(m.into());
     }
     // Nothing below can fail: phase, liveness, capacity and budgets were checked (should the
     // create fail anyway, the reservations are released and nothing has changed).
     let (registry, durable) = enabled_mut(world)?;
     if let Err(e) = registry.try_create_batch(out) {
-        durable.bindings.release_scratch(reserved);
+        durable.bindings.abandon_scratch(0);
         return Err(e.into());
     }
     let mut copy = CopyComponents {
@@ -204,7 +200,14 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
         result: Ok(()),
     };
     W::Components::each(&mut copy);
-    copy.result?;
+    if let Err(e) = copy.result {
+        // Only a roster that hands out other parts than it was checked with gets here: keep
+        // the binding table whole.
+        if let Ok((_, durable)) = enabled_mut(world) {
+            durable.bindings.abandon_scratch(0);
+        }
+        return Err(e.into());
+    }
     W::Refs::each(&mut RewriteRefs {
         world: &mut *world,
         selection,

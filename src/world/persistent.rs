@@ -669,10 +669,10 @@ fn transact_creates<W: PersistentOps>(
         {
             return None;
         }
-        for (k, c) in tx.commands.iter().enumerate() {
+        for c in &tx.commands {
             let key = created(c).map(|s| stable_key(&s.id).0);
             if !key.is_some_and(|key| durable.stable.reserve(&key)) {
-                durable.stable.release_scratch(k);
+                durable.stable.abandon_scratch(0);
                 return None;
             }
         }
