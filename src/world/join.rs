@@ -163,7 +163,7 @@ fn bits_words(ix: &Index<'_>) -> usize {
 }
 
 macro_rules! tuple_join {
-    ($($c:ident $i:tt),+) => {
+    ($($c:ident $i:tt $r:ident),+) => {
         impl<$($c: IntoColumn),+> IntoJoin for ($($c,)+) {
             type Columns = ($($c::Column,)+);
             fn into_join(self) -> Join<Self::Columns> {
@@ -275,6 +275,34 @@ macro_rules! tuple_join {
                 // SAFETY: as above.
                 let items = unsafe { ($(columns.$i.fetch(i),)+) };
                 (key.entity(owner), items)
+            }
+
+            /// The aligned plan's walk over `keys.len()` rows, `keys` being the first column's
+            /// keys there. Each column's rows are an argument of their own, so the compiler
+            /// knows they do not overlap and compiles the walk like a zip of slices; not
+            /// inlined, or that knowledge is lost (one call per join).
+            ///
+            /// # Safety
+            /// Each column's rows hold at least `keys.len()` values.
+            #[inline(never)]
+            unsafe fn aligned_walk<Acc, F>(
+                keys: &[EntityKey],
+                owner: OwnerToken,
+                mut acc: Acc,
+                f: &mut F,
+                $(mut $r: <$c as Sealed>::Rows,)+
+            ) -> Acc
+            where
+                F: FnMut(Acc, (EntityId, ($(<$c as Sealed>::Item,)+))) -> Acc,
+            {
+                let base = ($(<$c as Sealed>::base(&mut $r),)+);
+                for (i, key) in keys.iter().enumerate() {
+                    // SAFETY: `i < keys.len()`, within every column's rows (caller); each `i`
+                    // once.
+                    let items = unsafe { ($(<$c as Sealed>::at(base.$i, i),)+) };
+                    acc = f(acc, (key.entity(owner), items));
+                }
+                acc
             }
 
             /// The item of the entity at row `i` of column `driver`, if every other column
@@ -655,10 +683,24 @@ macro_rules! tuple_join {
                 let (owner, end) = (self.owner, self.end);
                 match self.plan {
                     Plan::Aligned => {
-                        for i in self.next..end {
-                            // SAFETY: `i < end`, each row once.
-                            acc = f(acc, unsafe { Self::aligned_item(&mut self.columns, owner, i) });
+                        let start = self.next.min(end);
+                        let n = end - start;
+                        let keys = self.columns.0.index().keys;
+                        // A stamp names equal keys, so every column is at least `end` long
+                        // (`end` is the shortest's length); checked all the same.
+                        if keys.len() < end {
+                            return acc;
                         }
+                        let keys: *const EntityKey = keys[start..end].as_ptr();
+                        // SAFETY: `start + n = end`, the shortest column's length (aligned plans
+                        // have only required columns); the join fetches nothing after this.
+                        let rows = unsafe { ($(self.columns.$i.rows(start, n),)+) };
+                        // SAFETY: `keys` points to `n` keys of the first column's pool, which
+                        // the column borrows for its lifetime (taken above; `rows` does not
+                        // touch keys).
+                        let keys = unsafe { core::slice::from_raw_parts(keys, n) };
+                        // SAFETY: every column's rows hold `n` values (above).
+                        acc = unsafe { Self::aligned_walk(keys, owner, acc, &mut f, $(rows.$i,)+) };
                     }
                     Plan::Driver(driver) => {
                         for i in self.next..end {
@@ -692,8 +734,8 @@ macro_rules! tuple_join {
     };
 }
 
-tuple_join!(C0 0, C1 1);
-tuple_join!(C0 0, C1 1, C2 2);
-tuple_join!(C0 0, C1 1, C2 2, C3 3);
-tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4);
-tuple_join!(C0 0, C1 1, C2 2, C3 3, C4 4, C5 5);
+tuple_join!(C0 0 r0, C1 1 r1);
+tuple_join!(C0 0 r0, C1 1 r1, C2 2 r2);
+tuple_join!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3);
+tuple_join!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4);
+tuple_join!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4, C5 5 r5);

@@ -43,6 +43,26 @@ pub(crate) mod sealed {
         /// columns yielding `&mut` each `i` is fetched at most once during the column's
         /// lifetime.
         unsafe fn fetch(&mut self, i: usize) -> Self::Item;
+        /// The column's values in the rows an aligned plan walks, as one slice (`&mut [T]`,
+        /// `&[T]`). The walk takes each column's rows as an argument of its own, which tells
+        /// the compiler that the columns do not overlap, so it compiles like a zip of slices.
+        type Rows;
+        /// Where the walk finds row `i`: a pointer taken once from the rows.
+        type Base: Copy;
+        /// Rows `start..start + n`.
+        ///
+        /// # Safety
+        /// `start + n <= self.index().len()`, and none of those rows is fetched otherwise
+        /// during the column's lifetime.
+        unsafe fn rows(&mut self, start: usize, n: usize) -> Self::Rows;
+        /// The base of `rows`.
+        fn base(rows: &mut Self::Rows) -> Self::Base;
+        /// The item at row `i` of the rows `base` was taken from.
+        ///
+        /// # Safety
+        /// `i` is below their length, and for columns yielding `&mut` each `i` is taken at
+        /// most once.
+        unsafe fn at(base: Self::Base, i: usize) -> Self::Item;
     }
 }
 
@@ -102,6 +122,22 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
         // SAFETY: `i < index.len() == values.len()` (caller; pool invariant).
         unsafe { self.values.get_unchecked(i) }
     }
+    type Rows = &'p [T];
+    type Base = *const T;
+    #[inline(always)]
+    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: `start + n <= len` (caller).
+        unsafe { self.values.get_unchecked(start..start + n) }
+    }
+    #[inline(always)]
+    fn base(rows: &mut &'p [T]) -> *const T {
+        rows.as_ptr()
+    }
+    #[inline(always)]
+    unsafe fn at(base: *const T, i: usize) -> &'p T {
+        // SAFETY: `base` is the start of a `&'p [T]` longer than `i` (caller).
+        unsafe { &*base.add(i) }
+    }
 }
 
 impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
@@ -146,6 +182,25 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
         // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
         //    nothing else reads or writes meanwhile (keys, sparse and bits are separate).
         unsafe { &mut *self.values.add(i) }
+    }
+    type Rows = &'p mut [T];
+    type Base = *mut T;
+    #[inline(always)]
+    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: `start + n <= len` (caller), so the range is inside the exclusive borrow
+        // `values` derives from; the caller fetches none of those rows otherwise, so this
+        // slice is the only way to them.
+        unsafe { core::slice::from_raw_parts_mut(self.values.add(start), n) }
+    }
+    #[inline(always)]
+    fn base(rows: &mut &'p mut [T]) -> *mut T {
+        rows.as_mut_ptr()
+    }
+    #[inline(always)]
+    unsafe fn at(base: *mut T, i: usize) -> &'p mut T {
+        // SAFETY: `base` is the start of a `&'p mut [T]` longer than `i`, and each `i` is
+        // taken once (caller), so no two live `&mut` alias.
+        unsafe { &mut *base.add(i) }
     }
 }
 
@@ -210,6 +265,22 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
         // SAFETY: `i < len` unless it is the absent marker (caller).
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
     }
+    type Rows = &'p [T];
+    type Base = *const T;
+    #[inline(always)]
+    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: as the inner column's (caller).
+        unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn base(rows: &mut &'p [T]) -> *const T {
+        rows.as_ptr()
+    }
+    #[inline(always)]
+    unsafe fn at(base: *const T, i: usize) -> Option<&'p T> {
+        // SAFETY: as the inner column's (caller).
+        Some(unsafe { ColumnRef::at(base, i) })
+    }
 }
 
 impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p ComponentPool<T, A>> {
@@ -240,6 +311,22 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     unsafe fn fetch(&mut self, i: usize) -> Option<&'p mut T> {
         // SAFETY: `i < len` unless it is the absent marker, each `i` at most once (caller).
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
+    }
+    type Rows = &'p mut [T];
+    type Base = *mut T;
+    #[inline(always)]
+    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: as the inner column's (caller).
+        unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn base(rows: &mut &'p mut [T]) -> *mut T {
+        rows.as_mut_ptr()
+    }
+    #[inline(always)]
+    unsafe fn at(base: *mut T, i: usize) -> Option<&'p mut T> {
+        // SAFETY: as the inner column's (caller).
+        Some(unsafe { ColumnMut::at(base, i) })
     }
 }
 
@@ -290,6 +377,14 @@ impl Sealed for Without<'_> {
     }
     #[inline(always)]
     unsafe fn fetch(&mut self, _: usize) {}
+    type Rows = ();
+    type Base = ();
+    #[inline(always)]
+    unsafe fn rows(&mut self, _: usize, _: usize) {}
+    #[inline(always)]
+    fn base(_: &mut ()) {}
+    #[inline(always)]
+    unsafe fn at(_: (), _: usize) {}
 }
 
 impl<'p> IntoColumn for Without<'p> {
