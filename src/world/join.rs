@@ -285,6 +285,7 @@ macro_rules! tuple_join {
             /// # Safety
             /// Each column's rows hold at least `keys.len()` values.
             #[inline(never)]
+            #[allow(clippy::too_many_arguments)] // one per column: that is the point
             unsafe fn aligned_walk<Acc, F>(
                 keys: &[EntityKey],
                 owner: OwnerToken,

@@ -51,16 +51,40 @@ impl Workload for Frame {
         }
     }
     fn run(&mut self) {
-        let w = &mut self.world;
-        w.query_mut::<(&mut Position, &Velocity)>()
+        self.movement();
+        self.spin();
+        self.decay();
+        self.structural();
+    }
+    fn checksum(&self) -> u64 {
+        self.digest()
+    }
+}
+
+impl Frame {
+    /// `movement`.
+    pub fn movement(&mut self) {
+        self.world
+            .query_mut::<(&mut Position, &Velocity)>()
             .into_iter()
             .for_each(|(p, v)| movement(p, v));
-        w.query_mut::<(&mut Rotation, &Velocity)>()
+    }
+    /// `spin`.
+    pub fn spin(&mut self) {
+        self.world
+            .query_mut::<(&mut Rotation, &Velocity)>()
             .into_iter()
             .for_each(|(r, v)| spin(r, v));
-        w.query_mut::<(&mut Data, &Position)>()
+    }
+    /// `decay`.
+    pub fn decay(&mut self) {
+        self.world
+            .query_mut::<(&mut Data, &Position)>()
             .into_iter()
             .for_each(|(d, p)| decay(d, p));
+    }
+    /// The deferred structural step.
+    pub fn structural(&mut self) {
         for e in self.order.drain(..FRAME_CHURN) {
             self.cmd.despawn(e);
         }
@@ -73,7 +97,7 @@ impl Workload for Frame {
         self.cmd.run_on(&mut self.world);
         self.next += FRAME_CHURN;
     }
-    fn checksum(&self) -> u64 {
+    fn digest(&self) -> u64 {
         let mut d = Digest::default();
         self.world
             .query::<&Position>()

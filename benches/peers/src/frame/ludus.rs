@@ -64,13 +64,37 @@ impl Workload for Frame {
         }
     }
     fn run(&mut self) {
-        let w = &mut self.world;
-        let (_, ps, vs) = w.moving();
+        self.movement();
+        self.spin();
+        self.decay();
+        self.structural();
+    }
+    fn checksum(&self) -> u64 {
+        self.digest()
+    }
+}
+
+impl Frame {
+    /// `movement` over the owned group.
+    pub fn movement(&mut self) {
+        let (_, ps, vs) = self.world.moving();
         ps.iter_mut()
             .zip(vs.iter())
             .for_each(|(p, v)| movement(p, v));
+    }
+    /// `spin`: a plain join.
+    pub fn spin(&mut self) {
+        let w = &mut self.world;
         join((&mut w.rotation, &w.velocity)).for_each(|(_, (r, v))| spin(r, v));
+    }
+    /// `decay`: a plain join.
+    pub fn decay(&mut self) {
+        let w = &mut self.world;
         join((&mut w.data, &w.position)).for_each(|(_, (d, p))| decay(d, p));
+    }
+    /// The deferred structural step.
+    pub fn structural(&mut self) {
+        let w = &mut self.world;
         for e in self.order.drain(..FRAME_CHURN) {
             self.cmd.destroy(&w.registry, e).unwrap();
         }
@@ -86,7 +110,7 @@ impl Workload for Frame {
         }
         self.next += FRAME_CHURN;
     }
-    fn checksum(&self) -> u64 {
+    fn digest(&self) -> u64 {
         let w = &self.world;
         let mut d = Digest::default();
         w.position.values().iter().for_each(|x| d.add_pod(x));
