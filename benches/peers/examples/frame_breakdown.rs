@@ -1,0 +1,79 @@
+//! Per-system breakdown of the frame (`src/frame`) on ludus and on hecs: each system timed
+//! alone with the thread-CPU clock, the two contenders interleaved round by round after a
+//! warm-up of 400 frames (the churn has scrambled the pools' dense order by then). Prints a
+//! markdown table of medians per frame.
+//!
+//! `cargo run --release -p ludus-peers --example frame_breakdown [rounds]`
+
+use std::time::Duration;
+
+use ludus_peers::clock::thread_cpu_now;
+use ludus_peers::frame::{hecs, ludus};
+use ludus_peers::Workload;
+
+const SYSTEMS: [&str; 4] = ["movement", "spin", "decay", "structural step"];
+const FRAMES_PER_SAMPLE: usize = 20;
+
+macro_rules! sample {
+    ($t:expr, $times:expr) => {{
+        let mut spent = [Duration::ZERO; 4];
+        for _ in 0..FRAMES_PER_SAMPLE {
+            let s = thread_cpu_now();
+            $t.movement();
+            let a = thread_cpu_now();
+            $t.spin();
+            let b = thread_cpu_now();
+            $t.decay();
+            let c = thread_cpu_now();
+            $t.structural();
+            let d = thread_cpu_now();
+            spent[0] += a - s;
+            spent[1] += b - a;
+            spent[2] += c - b;
+            spent[3] += d - c;
+        }
+        for k in 0..4 {
+            $times[k].push(spent[k].as_secs_f64() * 1e6 / FRAMES_PER_SAMPLE as f64);
+        }
+    }};
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map_or(31, |s| s.parse().expect("rounds"));
+    let mut l = ludus::Frame::setup();
+    let mut h = hecs::Frame::setup();
+    for _ in 0..std::env::var("WARM").map_or(400, |v| v.parse().unwrap()) {
+        l.run();
+        h.run();
+    }
+    let (mut lt, mut ht): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![vec![]; 4], vec![vec![]; 4]);
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            sample!(l, lt);
+            sample!(h, ht);
+        } else {
+            sample!(h, ht);
+            sample!(l, lt);
+        }
+    }
+    println!("| system | ludus µs/frame | hecs µs/frame | ludus ÷ hecs |");
+    println!("| --- | ---: | ---: | ---: |");
+    let (mut lsum, mut hsum) = (0.0, 0.0);
+    for k in 0..4 {
+        let (a, b) = (median(lt[k].clone()), median(ht[k].clone()));
+        lsum += a;
+        hsum += b;
+        println!("| {} | {a:.1} | {b:.1} | {:.2}× |", SYSTEMS[k], a / b);
+    }
+    println!(
+        "| sum of medians | {lsum:.1} | {hsum:.1} | {:.2}× |",
+        lsum / hsum
+    );
+}
