@@ -557,10 +557,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// its home, stopping at the first group with an empty entry).
     #[inline(always)]
     fn probe(&self, w: &Words) -> Probe {
+        self.probe_tagged(w, self.tag(w))
+    }
+
+    /// [`probe`](Self::probe) with the key's tag already computed.
+    #[inline(always)]
+    fn probe_tagged(&self, w: &Words, tag: u64) -> Probe {
         if self.groups.is_empty() {
             return Probe::Limit;
         }
-        let tag = self.tag(w);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let group = &self.groups[g].0;
@@ -626,17 +631,22 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     fn unbind_key(&mut self, w: &Words) -> bool {
         match self.probe(w) {
             Probe::Found(i) => {
-                let slot = self.entry(i).slot as usize;
-                self.remove_entry(i);
-                // The reverse entry is this key's (a slot's entry names the key it binds).
-                if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
-                    *r = UNBOUND;
-                }
-                self.len -= 1;
+                self.unbind_at(i, w);
                 true
             }
             _ => false,
         }
+    }
+
+    /// Removes the binding of key `w`, found at entry `i` (forward and reverse).
+    fn unbind_at(&mut self, i: usize, w: &Words) {
+        let slot = self.entry(i).slot as usize;
+        self.remove_entry(i);
+        // The reverse entry is this key's (a slot's entry names the key it binds).
+        if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
+            *r = UNBOUND;
+        }
+        self.len -= 1;
     }
 
     /// Drops every binding (the revision advances when there was one).
@@ -673,13 +683,20 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 capacity: self.capacity,
             });
         }
+        // The keys are random: each candidate's home group is asked for `PREFETCH`
+        // candidates ahead of its placement, and its tag kept until then (one hash per key).
+        let mut tags = [0u64; PREFETCH];
+        for (j, ahead) in batch.iter().take(PREFETCH).enumerate() {
+            tags[j] = self.tag(&words(&ahead.key));
+            self.prefetch_group(tags[j]);
+        }
         for (index, c) in batch.iter().enumerate() {
-            // The keys are random: ask for a later candidate's home group while this one is
-            // placed.
+            let tag = tags[index % PREFETCH];
             if let Some(ahead) = batch.get(index + PREFETCH) {
-                self.prefetch_home(&ahead.key);
+                tags[index % PREFETCH] = self.tag(&words(&ahead.key));
+                self.prefetch_group(tags[index % PREFETCH]);
             }
-            if let Err(reason) = self.insert_candidate(registry, batch, index, c) {
+            if let Err(reason) = self.insert_candidate(registry, batch, index, c, tag) {
                 // Roll back the candidates inserted so far: none was observable.
                 for done in &batch[..index] {
                     self.unbind_key(&words(&done.key));
@@ -704,6 +721,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         batch: &[Activation],
         index: usize,
         c: &Activation,
+        tag: u64,
     ) -> Result<(), CandidateRejection> {
         if !registry.is_active(c.entity) {
             return Err(CandidateRejection::Entity(
@@ -718,37 +736,25 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
         let slot = c.entity.slot() as usize;
         // A table sized for fewer slots than its registry refuses the others.
-        let Some(&rev) = self.reverse.get(slot) else {
+        let Some(bound) = self.reverse.get(slot).map(|r| r.generation) else {
             return Err(CandidateRejection::Entity(Rejection::OutOfRange));
         };
-        if rev.generation != 0 {
-            if rev.generation == c.entity.generation() {
-                return Err(
-                    match batch[..index].iter().position(|d| d.entity == c.entity) {
-                        Some(first) => CandidateRejection::DuplicateEntity { first },
-                        None => CandidateRejection::EntityBound {
-                            existing: key_of(&rev.key),
-                        },
-                    },
-                );
-            }
-            // A stale binding: the slot's former incarnation was released without a detach.
-            // Dropping it is a removal (the revision advances), whatever the batch's fate.
-            self.unbind_key(&rev.key);
-            self.stats.stale_dropped += 1;
-            self.revision += 1;
+        if bound != 0 {
+            self.slot_already_bound(batch, index, c)?;
         }
         let w = words(&c.key);
+        debug_assert_eq!(tag, self.tag(&w));
         let vacant = loop {
-            match self.probe(&w) {
+            match self.probe_tagged(&w, tag) {
                 Probe::Vacant(i) => break i,
                 Probe::Limit => return Err(CandidateRejection::ProbeLimit),
                 Probe::Found(i) => {
                     let existing = self.entity_at(self.entry(i));
                     if !registry.is_alive(existing) {
                         // Stale: drop it (a removal: the revision advances) and probe again
-                        // (the shift may have moved the gap).
-                        self.unbind_key(&w);
+                        // (the shift may have moved the gap). Each turn removes an entry, so
+                        // the loop ends.
+                        self.unbind_at(i, &w);
                         self.stats.stale_dropped += 1;
                         self.revision += 1;
                         continue;
@@ -760,7 +766,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
             }
         };
-        let tag = self.tag(&w);
         let groups = (vacant / GROUP).wrapping_sub(self.home(tag)) & self.mask;
         let probe_len = (groups * GROUP + vacant % GROUP) as u32 + 1;
         self.stats.longest_probe = self.stats.longest_probe.max(probe_len);
@@ -778,10 +783,37 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Ok(())
     }
 
-    /// Asks for the cache line of `key`'s home group ahead of a probe.
+    /// The candidate's slot holds a binding: refused when it is this entity's, else a stale
+    /// binding of the slot's former incarnation (released without a detach), dropped. Dropping
+    /// it is a removal (the revision advances), whatever the batch's fate.
+    #[cold]
+    fn slot_already_bound(
+        &mut self,
+        batch: &[Activation],
+        index: usize,
+        c: &Activation,
+    ) -> Result<(), CandidateRejection> {
+        let rev = self.reverse[c.entity.slot() as usize];
+        if rev.generation == c.entity.generation() {
+            return Err(
+                match batch[..index].iter().position(|d| d.entity == c.entity) {
+                    Some(first) => CandidateRejection::DuplicateEntity { first },
+                    None => CandidateRejection::EntityBound {
+                        existing: key_of(&rev.key),
+                    },
+                },
+            );
+        }
+        self.unbind_key(&rev.key);
+        self.stats.stale_dropped += 1;
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// Asks for the cache line of the home group of the key with `tag`.
     #[inline(always)]
-    pub(crate) fn prefetch_home(&self, key: &PersistentObjectKey) {
-        if let Some(g) = self.groups.get(self.home(self.tag(&words(key)))) {
+    fn prefetch_group(&self, tag: u64) {
+        if let Some(g) = self.groups.get(self.home(tag)) {
             crate::hint::prefetch(g);
         }
     }
