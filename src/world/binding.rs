@@ -376,14 +376,6 @@ fn fresh_secret() -> [u64; 4] {
     s
 }
 
-/// An empty vector with room for `capacity` reservations, its pages written once at init so
-/// that the first large transaction or duplication does not fault them in.
-fn resident<A: Allocator>(capacity: usize, alloc: A) -> Result<Vec<(Words, u32), A>, InitError> {
-    let mut v = super::fixed::filled(capacity, (Words::ZERO, 0), alloc)?;
-    v.clear();
-    Ok(v)
-}
-
 impl WorldBindingTable<Global> {
     /// A table for up to `capacity` bindings of `registry`'s entities, on the global allocator.
     ///
@@ -435,7 +427,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             secret: fresh_secret(),
             revision: 0,
             stats: BindingStats::default(),
-            scratch: resident(capacity, alloc)?,
+            // Written once at init: the first large transaction or duplication does not
+            // fault its pages in.
+            scratch: super::fixed::resident(capacity, (Words::ZERO, 0), alloc)?,
             raw: false,
         })
     }

@@ -381,9 +381,10 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 max,
             });
         }
-        let commands_v = fixed::reserve(commands, alloc.clone())?;
-        let bytes_v = fixed::reserve(bytes, alloc.clone())?;
-        let created = fixed::reserve(commands, alloc)?;
+        // Written once here, so recording into a fresh buffer never faults a page in.
+        let commands_v = fixed::resident(commands, Command::Create { bundle: 0 }, alloc.clone())?;
+        let bytes_v = fixed::resident(bytes, 0u8, alloc.clone())?;
+        let created = fixed::resident(commands, EntityId::NULL, alloc)?;
         let token = issue().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,

@@ -31,3 +31,19 @@ pub(crate) fn filled<T: Copy, A: Allocator>(
     v.resize(capacity, value);
     Ok(v)
 }
+
+/// An empty vector whose capacity of at least `capacity` is written once at init, so that its
+/// pages are resident before the first pushes need them (no page fault in the first frame
+/// that records into it).
+///
+/// # Errors
+/// As [`reserve`].
+pub(crate) fn resident<T: Copy, A: Allocator>(
+    capacity: usize,
+    value: T,
+    alloc: A,
+) -> Result<Vec<T, A>, InitError> {
+    let mut v = filled(capacity, value, alloc)?;
+    v.clear();
+    Ok(v)
+}
