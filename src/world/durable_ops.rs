@@ -100,6 +100,26 @@ pub trait DurableOps: WorldOps {
         Ok(())
     }
 
+    /// Resolves every key of `keys` to its live entity of any kind (`None`: not resolved;
+    /// ask [`resolve_with`](Self::resolve_with) about those for the reason), written to the
+    /// same place of `out`; returns how many resolved. Equal to resolving them one by one,
+    /// and faster for many keys in a large table (see
+    /// [`WorldBindingTable::lookup_batch`](super::WorldBindingTable::lookup_batch)).
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`].
+    ///
+    /// # Panics
+    /// When `out` is shorter than `keys`.
+    fn resolve_batch(
+        &self,
+        keys: &[PersistentObjectKey],
+        out: &mut [Option<EntityId>],
+    ) -> Result<usize, DurableError> {
+        let (registry, durable) = enabled(self)?;
+        Ok(durable.bindings.lookup_batch(registry, keys, out))
+    }
+
     /// Resolves `key` to a live entity of any kind (unbound keys: `Missing`).
     #[inline(always)]
     fn resolve(&self, key: &PersistentObjectKey) -> Resolution {

@@ -108,8 +108,8 @@ mod ticket;
 pub use access::{GroupQuery, PoolAccess, PoolQuery};
 pub use binding::{
     Activation, ActivationError, BindingKind, BindingStats, CandidateRejection, CatalogEntry,
-    InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, MAX_BINDINGS,
-    MAX_PROBE,
+    InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, LOOKUP_BATCH,
+    MAX_BINDINGS, MAX_PROBE,
 };
 pub use checkpoint::{
     digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,

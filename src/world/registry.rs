@@ -326,6 +326,15 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.meta.get(slot as usize).map(|m| m.load(Relaxed))
     }
 
+    /// Asks for the cache line of `slot`'s entry ahead of a liveness check (a batch of
+    /// lookups); nothing for a slot out of range.
+    #[inline(always)]
+    pub(crate) fn prefetch_slot(&self, slot: u32) {
+        if let Some(m) = self.meta.get(slot as usize) {
+            crate::hint::prefetch(m);
+        }
+    }
+
     #[inline]
     fn meta_of(&self, entity: EntityId) -> Option<u64> {
         if entity.owner() != self.owner {

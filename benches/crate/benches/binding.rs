@@ -10,7 +10,8 @@
 //!   (at least 64k queries, and every key at least once at 100k and 1M), so the 1M case never
 //!   sees a cache-warm repeat of one small batch. Divide the time by [`BATCH`] for ns/lookup.
 //!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID); the peers key
-//!   by the 16-byte object UUID, as the issue specifies.
+//!   by the 16-byte object UUID, as the issue specifies. `ludus_batch` resolves the same
+//!   [`BATCH`] queries with one `resolve_batch` call, then reads each hit.
 //! - `activate_100k/<contender>`: `w.activate(&batch)` of 100k `Activation`s into a fresh
 //!   durable world (world, entities and batch built in the untimed setup) against
 //!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts (the allocation is timed,
@@ -99,6 +100,7 @@ fn build(n: usize) -> Fixture {
     // Every contender finds the same entities on the whole stream.
     let expect: u64 = (0..len / BATCH).map(|b| fx.ludus(b * BATCH)).sum();
     for f in [
+        Fixture::ludus_batch,
         Fixture::std_hashmap,
         Fixture::hashbrown_foldhash,
         Fixture::sorted_vec,
@@ -124,6 +126,16 @@ impl Fixture {
             .iter()
             .map(|k| self.read(w.resolve(k).entity()))
             .sum()
+    }
+
+    /// The same queries through `resolve_batch` (the block's keys resolved together, then
+    /// each read by handle).
+    fn ludus_batch(&self, at: usize) -> u64 {
+        let w = &self.world;
+        let mut out = [None; BATCH];
+        w.resolve_batch(black_box(&self.keys[at..at + BATCH]), &mut out)
+            .unwrap();
+        out.iter().map(|&e| self.read(e)).sum()
     }
 
     fn std_hashmap(&self, at: usize) -> u64 {
@@ -159,8 +171,9 @@ fn fixture(i: usize) -> &'static Fixture {
 fn resolve_read(c: &mut Criterion) {
     let mut group = c.benchmark_group("resolve_read");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let contenders: [(&str, Contender); 4] = [
+    let contenders: [(&str, Contender); 5] = [
         ("ludus", Fixture::ludus),
+        ("ludus_batch", Fixture::ludus_batch),
         ("std_hashmap", Fixture::std_hashmap),
         ("hashbrown_foldhash", Fixture::hashbrown_foldhash),
         ("sorted_vec", Fixture::sorted_vec),
