@@ -283,6 +283,18 @@ struct Group([Entry; 4]);
 /// Entries per group.
 const GROUP: usize = 4;
 
+/// A group's entries with `tag` and its empty entries, as bit masks: a probe takes one branch
+/// per group on them.
+#[inline(always)]
+fn masks(group: &[Entry; GROUP], tag: u64) -> (u32, u32) {
+    let (mut hits, mut empty) = (0u32, 0u32);
+    for (m, e) in group.iter().enumerate() {
+        hits |= u32::from(e.tag == tag) << m;
+        empty |= u32::from(e.tag == 0) << m;
+    }
+    (hits, empty)
+}
+
 /// How many keys ahead a batch asks for a key's home group.
 const PREFETCH: usize = 8;
 
@@ -571,13 +583,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let group = &self.groups[g].0;
-            // One branch per group: a mask of the entries with this tag, then of the empty ones.
-            let mut hits = 0u32;
-            let mut empty = 0u32;
-            for (m, e) in group.iter().enumerate() {
-                hits |= u32::from(e.tag == tag) << m;
-                empty |= u32::from(e.tag == 0) << m;
-            }
+            let (mut hits, empty) = masks(group, tag);
             while hits != 0 {
                 let m = hits.trailing_zeros() as usize;
                 if self.key_matches(&group[m], w) {
@@ -1024,13 +1030,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
-            let group = &self.groups[g].0;
-            let mut hits = 0u32;
-            let mut empty = 0u32;
-            for (m, e) in group.iter().enumerate() {
-                hits |= u32::from(e.tag == tag) << m;
-                empty |= u32::from(e.tag == 0) << m;
-            }
+            let (hits, empty) = masks(&self.groups[g].0, tag);
             if hits != 0 {
                 return g * GROUP + hits.trailing_zeros() as usize;
             }
