@@ -42,7 +42,7 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
 /// Writes `s` as a JSON string; true when some byte needed an escape (the text between the
 /// quotes is then not `s`'s bytes).
 fn escape(out: &mut Vec<u8>, s: &str) -> bool {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !needs_escape(s.as_bytes()) {
         // Nothing to escape: serde_json would copy the bytes between the quotes.
         out.reserve(s.len() + 2);
         out.push(b'"');
@@ -56,8 +56,33 @@ fn escape(out: &mut Vec<u8>, s: &str) -> bool {
     }
 }
 
-/// Scratch reused across values: spans of the objects being written (a stack), and room to
-/// reorder one object's members.
+/// Whether some byte of `s` is a control byte, `"` or `\\` (what serde_json escapes), eight
+/// bytes at a time.
+#[inline]
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // A byte of `x` is zero iff `(x - ONES) & !x & HIGH` has its high bit (exact for the
+    // lowest such byte, which is all an "any" needs; `b < 0x20` is `b & 0xe0 == 0`).
+    let any_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]));
+        if any_zero(w & u64::from_ne_bytes([0xe0; 8]))
+            || any_zero(w ^ u64::from_ne_bytes([b'"'; 8]))
+            || any_zero(w ^ u64::from_ne_bytes([b'\\'; 8]))
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Scratch reused across values: spans of the objects being written (a stack), room to
+/// reorder one object's members, and the member names of the structs written so far.
 #[derive(Debug, Default)]
 pub(crate) struct Ctx {
     /// Each member's `"name":value` text in the output (a stack over the open objects).
@@ -65,6 +90,36 @@ pub(crate) struct Ctx {
     /// The sorted order of one object's spans (free again once that object is written).
     order: Vec<usize>,
     scratch: Vec<u8>,
+    /// Struct shapes learned from earlier values (at most [`SHAPES`]).
+    shapes: Vec<Shape>,
+    /// The member names of the structs being learned (a stack, like `spans`).
+    learning: Vec<&'static str>,
+}
+
+/// Most struct shapes a [`Ctx`] remembers.
+const SHAPES: usize = 64;
+
+/// The address and length of a `&'static str`: two equal ids are the same bytes.
+type StrId = (usize, usize);
+
+fn id(s: &'static str) -> StrId {
+    (s.as_ptr() as usize, s.len())
+}
+
+/// The members a struct's `Serialize` gave the first time it was written, when none needed an
+/// escape: their names (by address), written keys (`"name"`), and their sorted order.
+/// A later value of the same struct whose members come by the same addresses, in the same
+/// order, skips the escape scan and the sort; any other member sequence takes the
+/// general path, so a shape is only ever a shortcut to what that path would write.
+#[derive(Debug)]
+struct Shape {
+    name: StrId,
+    fields: Vec<StrId>,
+    /// `keys[key_ends[i - 1]..key_ends[i]]` is member `i`'s quoted name.
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+    /// The members' sorted order; empty when they come sorted.
+    order: Vec<usize>,
 }
 
 /// Writes `value` canonically.
@@ -81,6 +136,15 @@ impl Canon<'_> {
     fn scalar<T: Serialize>(self, v: T) -> R {
         serde_json::to_writer(&mut *self.out, &v).map_err(|e| CanonError(e.to_string()))
     }
+}
+
+/// Writes a number as serde_json's compact writer does (a `Vec` write cannot fail).
+macro_rules! number {
+    ($out:expr, $write:ident, $v:expr) => {{
+        let _ =
+            serde_json::ser::Formatter::$write(&mut serde_json::ser::CompactFormatter, $out, $v);
+        Ok(())
+    }};
 }
 
 /// One member's text: `out[start..key_end]` is its quoted name, `out[start..end]` the whole
@@ -104,6 +168,12 @@ struct Members<'a> {
     /// Some name needed an escape: names are compared decoded, not as written.
     escaped: bool,
     key: Option<String>,
+    /// The shape this struct's members have followed so far (an index in `ctx.shapes`).
+    shape: Option<usize>,
+    /// Members written.
+    count: usize,
+    /// This struct's name and its first entry in `ctx.learning`, while its shape is learned.
+    learn: Option<(StrId, usize)>,
 }
 
 /// Whether the `n` members came sorted by name (`name(i)` of the `i`-th); if not, fills
@@ -137,10 +207,58 @@ impl<'a> Members<'a> {
             open,
             escaped: false,
             key: None,
+            shape: None,
+            count: 0,
+            learn: None,
         }
     }
 
+    /// The members of struct `name`: along its learned shape, or learning it.
+    fn of_struct(out: &'a mut Vec<u8>, ctx: &'a mut Ctx, name: &'static str) -> Self {
+        let name = id(name);
+        let shape = ctx.shapes.iter().position(|s| s.name == name);
+        let learn =
+            (shape.is_none() && ctx.shapes.len() < SHAPES).then_some((name, ctx.learning.len()));
+        Self {
+            shape,
+            learn,
+            ..Self::new(out, ctx)
+        }
+    }
+
+    /// A struct member: its written key comes from the shape while the members follow it.
+    fn field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> R {
+        if let Some(k) = self.shape {
+            let shape = &self.ctx.shapes[k];
+            if shape.fields.get(self.count) == Some(&id(name)) {
+                if self.count != 0 {
+                    self.out.push(b',');
+                }
+                let start = self.out.len();
+                let from = self.count.checked_sub(1).map_or(0, |i| shape.key_ends[i]);
+                self.out
+                    .extend_from_slice(&shape.keys[from..shape.key_ends[self.count]]);
+                let key_end = self.out.len();
+                self.out.push(b':');
+                write(self.out, self.ctx, value)?;
+                self.ctx.spans.push(Span {
+                    start,
+                    key_end,
+                    end: self.out.len(),
+                });
+                self.count += 1;
+                return Ok(());
+            }
+            self.shape = None;
+        }
+        if self.learn.is_some() {
+            self.ctx.learning.push(name);
+        }
+        self.member(name, value)
+    }
+
     fn member<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> R {
+        self.count += 1;
         if self.ctx.spans.len() != self.base {
             self.out.push(b',');
         }
@@ -159,28 +277,64 @@ impl<'a> Members<'a> {
     }
 
     fn finish(self) -> R {
-        let spans = &self.ctx.spans[self.base..];
-        if spans.is_empty() {
-            self.out.push(b'}');
-            return Ok(());
-        }
-        let order = &mut self.ctx.order;
-        let sorted = if self.escaped {
-            let names = spans
-                .iter()
-                .map(|s| serde_json::from_slice::<String>(&self.out[s.start..s.key_end]))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| CanonError(e.to_string()))?;
-            sort_members(order, spans.len(), |i| &names[i])?
-        } else {
-            // Unescaped names are their own bytes between the quotes.
-            let out = &*self.out;
-            sort_members(order, spans.len(), |i| {
-                &out[spans[i].start + 1..spans[i].key_end - 1]
-            })?
+        let Ctx {
+            spans,
+            order,
+            scratch,
+            shapes,
+            learning,
+        } = &mut *self.ctx;
+        let spans = &spans[self.base..];
+        // The members came by a shape's names, in its order: its sorted order is known.
+        let known = self
+            .shape
+            .map(|k| &shapes[k])
+            .filter(|s| self.count == s.fields.len() && self.count != 0);
+        let order: &[usize] = match known {
+            Some(shape) => &shape.order,
+            None if spans.is_empty() => &[],
+            None => {
+                let sorted = if self.escaped {
+                    let names = spans
+                        .iter()
+                        .map(|s| serde_json::from_slice::<String>(&self.out[s.start..s.key_end]))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| CanonError(e.to_string()))?;
+                    sort_members(order, spans.len(), |i| &names[i])?
+                } else {
+                    // Unescaped names are their own bytes between the quotes.
+                    let out = &*self.out;
+                    sort_members(order, spans.len(), |i| {
+                        &out[spans[i].start + 1..spans[i].key_end - 1]
+                    })?
+                };
+                if sorted {
+                    order.clear();
+                }
+                if let Some((name, at)) = self.learn {
+                    if !self.escaped && learning.len() - at == spans.len() {
+                        let mut keys = Vec::new();
+                        let mut key_ends = Vec::with_capacity(spans.len());
+                        for s in spans {
+                            keys.extend_from_slice(&self.out[s.start..s.key_end]);
+                            key_ends.push(keys.len());
+                        }
+                        shapes.push(Shape {
+                            name,
+                            fields: learning[at..].iter().map(|&f| id(f)).collect(),
+                            keys,
+                            key_ends,
+                            order: order.clone(),
+                        });
+                    }
+                }
+                order
+            }
         };
-        if !sorted {
-            let scratch = &mut self.ctx.scratch;
+        if let Some((_, at)) = self.learn {
+            learning.truncate(at);
+        }
+        if !order.is_empty() {
             scratch.clear();
             scratch.extend_from_slice(&self.out[self.open..]);
             self.out.truncate(self.open);
@@ -247,42 +401,42 @@ impl<'a> ser::Serializer for Canon<'a> {
         self.scalar(v)
     }
     fn serialize_i8(self, v: i8) -> R {
-        self.scalar(v)
+        number!(self.out, write_i8, v)
     }
     fn serialize_i16(self, v: i16) -> R {
-        self.scalar(v)
+        number!(self.out, write_i16, v)
     }
     fn serialize_i32(self, v: i32) -> R {
-        self.scalar(v)
+        number!(self.out, write_i32, v)
     }
     fn serialize_i64(self, v: i64) -> R {
-        self.scalar(v)
+        number!(self.out, write_i64, v)
     }
     fn serialize_i128(self, v: i128) -> R {
-        self.scalar(v)
+        number!(self.out, write_i128, v)
     }
     fn serialize_u8(self, v: u8) -> R {
-        self.scalar(v)
+        number!(self.out, write_u8, v)
     }
     fn serialize_u16(self, v: u16) -> R {
-        self.scalar(v)
+        number!(self.out, write_u16, v)
     }
     fn serialize_u32(self, v: u32) -> R {
-        self.scalar(v)
+        number!(self.out, write_u32, v)
     }
     fn serialize_u64(self, v: u64) -> R {
-        self.scalar(v)
+        number!(self.out, write_u64, v)
     }
     fn serialize_u128(self, v: u128) -> R {
-        self.scalar(v)
+        number!(self.out, write_u128, v)
     }
     fn serialize_f32(self, v: f32) -> R {
         finite(f64::from(v))?;
-        self.scalar(v)
+        number!(self.out, write_f32, v)
     }
     fn serialize_f64(self, v: f64) -> R {
         finite(v)?;
-        self.scalar(v)
+        number!(self.out, write_f64, v)
     }
     fn serialize_char(self, v: char) -> R {
         self.scalar(v)
@@ -355,8 +509,8 @@ impl<'a> ser::Serializer for Canon<'a> {
     fn serialize_map(self, _: Option<usize>) -> Result<Members<'a>, CanonError> {
         Ok(Members::new(self.out, self.ctx))
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Members<'a>, CanonError> {
-        Ok(Members::new(self.out, self.ctx))
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<Members<'a>, CanonError> {
+        Ok(Members::of_struct(self.out, self.ctx, name))
     }
     fn serialize_struct_variant(
         self,
@@ -406,7 +560,7 @@ impl ser::SerializeStruct for Members<'_> {
     type Ok = ();
     type Error = CanonError;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> R {
-        self.member(name, v)
+        self.field(name, v)
     }
     fn end(self) -> R {
         self.finish()

@@ -192,6 +192,21 @@ pub(crate) fn rewrite_refs<W: Roster, T: Pod>(
     });
 }
 
+/// Whether `T` is one of the roster's entity-typed components (folds to a constant).
+#[inline(always)]
+pub(crate) fn has_refs<W: Roster, T: 'static>() -> bool {
+    struct Find(TypeId, bool);
+    impl RefVisitor for Find {
+        #[inline(always)]
+        fn visit<R: EntityRefs>(&mut self) {
+            self.1 |= TypeId::of::<R>() == self.0;
+        }
+    }
+    let mut f = Find(TypeId::of::<T>(), false);
+    W::Refs::each(&mut f);
+    f.1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,14 +17,16 @@ use uuid::Uuid;
 
 use super::canonical::{self, Ctx};
 use super::error::Line;
-use super::mapping::{rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor};
+use super::mapping::{
+    has_refs, rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor,
+};
 use super::record::{is_schema_name, WorldV2};
 use crate::buckets::{bucket_sort, top16};
 use crate::hint::prefetch_bytes;
 use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
-use crate::world::{DurableError, DurableOps, EntityId, PoolsRefList, Roster, WorldError};
+use crate::world::{DurableError, DurableOps, EntityId, EntityKey, PoolsRefList, WorldError};
 
 /// Why a world was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,32 +113,100 @@ where
     }
     let mut order: Vec<usize> = (0..W::NAMES.len()).collect();
     order.sort_by_key(|&k| W::NAMES[k]);
-    // Pass 1, in slot order (the pools, names and registry are read front to back): each
-    // entity's text after its label, into `body`. A failure is kept, not returned, so the one
-    // reported is the first in UUID order, as if the entities were written in that order.
-    let mut rows: Vec<Row> = Vec::with_capacity(durable.bindings().len());
-    let mut body: Vec<u8> = Vec::with_capacity(rows.capacity() * 192);
-    let mut failure: Option<(u128, SaveError)> = None;
-    let mut ctx = Ctx::default();
+    // Each component's written key (`"name":`), once.
+    let keys: Vec<Vec<u8>> = W::NAMES
+        .iter()
+        .map(|n| {
+            let mut k = Vec::with_capacity(n.len() + 3);
+            canonical::string(&mut k, n);
+            k.push(b':');
+            k
+        })
+        .collect();
+    // Pass 1, in slot order (the binding table and the names are read front to back): the
+    // saved entities, their names and label candidates. Then the canonical (UUID) order.
+    let mut rows: Vec<Row<'_>> = Vec::with_capacity(durable.bindings().len());
+    let mut name_bytes = 0;
+    let mut slots = 0;
     for (k, e, _) in durable.bindings().iter() {
         if k.instance != instance || !registry.is_alive(e) {
             continue;
         }
-        let key = u128::from_be_bytes(*k.object.as_bytes());
-        if failure.as_ref().is_some_and(|(f, _)| *f < key) {
-            continue;
-        }
         let name = world.name(e).map_err(SaveError::World)?;
-        let start = body.len();
-        body.extend_from_slice(NAME_MEMBER);
-        canonical::string(&mut body, name);
-        body.extend_from_slice(b",\"components\":{");
+        name_bytes += name.len();
+        slots = slots.max(e.slot() as usize + 1);
+        rows.push(Row {
+            object: k.object,
+            slot: EntityKey::of(e),
+            name,
+            hash: name_hash(name.as_bytes()),
+            label: is_legacy_id(name),
+        });
+    }
+    bucket_sort(&mut rows, |r| top16(r.key()), |a, b| a.key().cmp(&b.key()));
+    settle_labels(&mut rows);
+    // Pass 2, over each pool in dense order: every saved entity's value, links rewritten to
+    // UUIDs, copied to its rank in a column of its own (so pass 3 reads front to back too).
+    let ranks = Ranks::new(&rows, slots);
+    let mut gather = Gather {
+        world,
+        rows: &rows,
+        ranks: &ranks,
+        columns: Vec::with_capacity(W::NAMES.len()),
+        outside: Vec::new(),
+    };
+    W::Components::each_record(0, &mut gather);
+    let Gather {
+        columns,
+        mut outside,
+        ..
+    } = gather;
+    // Only the first such entity in UUID order can be reported.
+    let first = outside.iter().map(|&(rank, _)| rank).min();
+    outside.retain(|&(rank, _)| Some(rank) == first);
+    // Pass 3, in UUID order, straight into the output: the uuid, label and name of each
+    // entity, then its components from the columns. Only the names are read out of order, so
+    // they are prefetched `PREFETCH` entities ahead.
+    let mut out =
+        Vec::with_capacity(128 + schema.len() + 2 * name_bytes + rows.len() * ROW_BYTES_GUESS);
+    out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
+    canonical::string(&mut out, schema);
+    out.extend_from_slice(b",\n  \"document\": \"");
+    push_uuid(&mut out, &document.as_uuid());
+    out.extend_from_slice(b"\",\n  \"entities\": [");
+    let mut text = [0u8; UUID_TEXT_LEN];
+    let mut ctx = Ctx::default();
+    for (rank, r) in rows.iter().enumerate() {
+        if let Some(ahead) = rows.get(rank + PREFETCH) {
+            prefetch_bytes(ahead.name.as_bytes());
+        }
+        let uuid = format_uuid(&r.object.as_uuid(), &mut text).as_bytes();
+        out.extend_from_slice(if rank == 0 {
+            b"\n    {\"uuid\":\""
+        } else {
+            b",\n    {\"uuid\":\""
+        });
+        out.extend_from_slice(uuid);
+        out.extend_from_slice(b"\",\"label\":\"");
+        // A legacy id needs no escape.
+        out.extend_from_slice(if r.label { r.name.as_bytes() } else { uuid });
+        out.extend_from_slice(b"\",\"name\":");
+        if r.label {
+            out.push(b'"');
+            out.extend_from_slice(r.name.as_bytes());
+            out.push(b'"');
+        } else {
+            canonical::string(&mut out, r.name);
+        }
+        out.extend_from_slice(b",\"components\":{");
         let mut save = SaveComponents {
-            world,
-            instance,
-            entity: e,
-            uuid: k.object,
-            out: &mut body,
+            rank,
+            uuid: r.object,
+            columns: &columns,
+            outside: &outside,
+            names: W::NAMES,
+            keys: &keys,
+            out: &mut out,
             ctx: &mut ctx,
             any: false,
             result: Ok(()),
@@ -144,56 +214,8 @@ where
         for &c in &order {
             W::Components::visit_at(0, c, &mut save);
         }
-        if let Err(err) = save.result {
-            body.truncate(start);
-            ctx = Ctx::default();
-            failure = Some((key, err));
-            continue;
-        }
-        body.extend_from_slice(b"}}");
-        rows.push(Row {
-            key,
-            hash: name_hash(name.as_bytes()),
-            start,
-            end: body.len(),
-            label: if is_legacy_id(name) { name.len() } else { 0 },
-        });
-    }
-    if let Some((_, err)) = failure {
-        return Err(err);
-    }
-    bucket_sort(&mut rows, |r| top16(r.key), |a, b| a.key.cmp(&b.key));
-    settle_labels(&mut rows, &body);
-    // Pass 2, in UUID order: the uuid and label of each entity, then its text from pass 1.
-    let mut out = Vec::with_capacity(128 + schema.len() + body.len() + rows.len() * 128);
-    out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
-    canonical::string(&mut out, schema);
-    out.extend_from_slice(b",\n  \"document\": \"");
-    push_uuid(&mut out, &document.as_uuid());
-    out.extend_from_slice(b"\",\n  \"entities\": [");
-    let mut text = [0u8; UUID_TEXT_LEN];
-    for (i, r) in rows.iter().enumerate() {
-        if let Some(ahead) = rows.get(i + PREFETCH) {
-            prefetch_bytes(&body[ahead.start..ahead.end]);
-        }
-        let uuid = format_uuid(&Uuid::from_u128(r.key), &mut text).as_bytes();
-        out.extend_from_slice(if i == 0 {
-            b"\n    {\"uuid\":\""
-        } else {
-            b",\n    {\"uuid\":\""
-        });
-        out.extend_from_slice(uuid);
-        out.extend_from_slice(b"\",\"label\":");
-        if r.label == 0 {
-            out.push(b'"');
-            out.extend_from_slice(uuid);
-            out.push(b'"');
-        } else {
-            // A legacy id needs no escape: its quoted text follows the name member's key.
-            let at = r.start + NAME_MEMBER.len();
-            out.extend_from_slice(&body[at..at + r.label + 2]);
-        }
-        out.extend_from_slice(&body[r.start..r.end]);
+        save.result?;
+        out.extend_from_slice(b"}}");
     }
     out.extend_from_slice(if rows.is_empty() {
         b"]\n}\n"
@@ -203,81 +225,79 @@ where
     Ok(out)
 }
 
-/// What precedes an entity's name in its text.
-const NAME_MEMBER: &[u8] = b",\"name\":";
-
-/// How many rows ahead pass 2 prefetches an entity's text (its reads are in UUID order, a
-/// random walk over a buffer far larger than the caches).
+/// How many entities apart pass 2's prefetch stages run ([`Stage`]).
 const PREFETCH: usize = 8;
 
-/// One saved entity: its UUID (as a big-endian integer: integer order is byte order), the hash
-/// of its name, its text `start..end` in the pass-1 buffer, and the length of its name when
-/// that name is its label (0: the label is the UUID).
+/// Output bytes reserved per entity beyond its uuid, label and name: address space only, the
+/// pages are touched as they are written (and the `Vec` grows past it if a world needs more).
+const ROW_BYTES_GUESS: usize = 256;
+
+/// One saved entity: its UUID (its big-endian integer `key`: integer order is byte order), its
+/// slot and generation, its name and that name's hash, and whether the name is its label (else the UUID
+/// is).
 #[derive(Clone, Copy)]
-struct Row {
-    key: u128,
-    hash: u64,
-    start: usize,
-    end: usize,
-    label: usize,
+struct Row<'w> {
+    object: SourceObjectId,
+    slot: EntityKey,
+    name: &'w str,
+    hash: u32,
+    label: bool,
 }
 
-impl Row {
-    /// The name, when it is a legacy id (those are written unescaped).
-    fn name<'b>(&self, body: &'b [u8]) -> &'b [u8] {
-        let at = self.start + NAME_MEMBER.len() + 1;
-        &body[at..at + self.label]
+impl Row<'_> {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        u128::from_be_bytes(*self.object.as_bytes())
     }
 }
 
 /// Labels, over rows in UUID order: a legacy-id name is the label unless it spells a saved
 /// UUID or an earlier row has the same name. Duplicates are found by sorting (hash, name,
 /// rank), so a crafted set of colliding names costs `n log n` compares, never `n²`.
-fn settle_labels(rows: &mut [Row], body: &[u8]) {
+fn settle_labels(rows: &mut [Row<'_>]) {
     for i in 0..rows.len() {
-        if rows[i].label == UUID_TEXT_LEN {
-            let spelled = std::str::from_utf8(rows[i].name(body))
-                .ok()
-                .and_then(|n| n.parse::<Uuid>().ok());
-            if spelled.is_some_and(|u| rows.binary_search_by_key(&u.as_u128(), |r| r.key).is_ok()) {
-                rows[i].label = 0;
+        if rows[i].label && rows[i].name.len() == UUID_TEXT_LEN {
+            let spelled = rows[i].name.parse::<Uuid>().ok();
+            if spelled.is_some_and(|u| rows.binary_search_by_key(&u.as_u128(), Row::key).is_ok()) {
+                rows[i].label = false;
             }
         }
     }
     // (hash, rank): sorted on their own, so the rows are read only where two hashes tie.
-    let mut named: Vec<(u64, usize)> = (0..rows.len())
-        .filter(|&i| rows[i].label != 0)
-        .map(|i| (rows[i].hash, i))
+    let mut named: Vec<(u32, u32)> = (0..rows.len() as u32)
+        .filter(|&i| rows[i as usize].label)
+        .map(|i| (rows[i as usize].hash, i))
         .collect();
     bucket_sort(
         &mut named,
-        |&(h, _)| (h >> 48) as u16,
+        |&(h, _)| (h >> 16) as u16,
         |&(ha, a), &(hb, b)| {
             ha.cmp(&hb)
-                .then_with(|| rows[a].name(body).cmp(rows[b].name(body)))
+                .then_with(|| rows[a as usize].name.cmp(rows[b as usize].name))
                 .then(a.cmp(&b))
         },
     );
     let taken: Vec<usize> = named
         .windows(2)
-        .filter(|w| w[0].0 == w[1].0 && rows[w[0].1].name(body) == rows[w[1].1].name(body))
-        .map(|w| w[1].1)
+        .map(|w| (w[0], w[1].0, w[1].1 as usize))
+        .filter(|&((h, a), hb, b)| h == hb && rows[a as usize].name == rows[b].name)
+        .map(|(_, _, b)| b)
         .collect();
     for i in taken {
-        rows[i].label = 0;
+        rows[i].label = false;
     }
 }
 
-/// A cheap hash of a name (64-bit multiply-rotate over 8-byte words); only its collisions'
-/// cost matters, and [`settle_labels`] bounds that.
-fn name_hash(name: &[u8]) -> u64 {
+/// A cheap hash of a name (64-bit multiply-rotate over 8-byte words, folded to 32 bits); only
+/// its collisions' cost matters, and [`settle_labels`] bounds that.
+fn name_hash(name: &[u8]) -> u32 {
     let mut h = name.len() as u64;
     for chunk in name.chunks(8) {
         let mut word = [0u8; 8];
         word[..chunk.len()].copy_from_slice(chunk);
         h = (h.rotate_left(23) ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
-    h
+    (h >> 32) as u32 ^ h as u32
 }
 
 fn push_uuid(out: &mut Vec<u8>, uuid: &Uuid) {
@@ -285,52 +305,130 @@ fn push_uuid(out: &mut Vec<u8>, uuid: &Uuid) {
     out.extend_from_slice(format_uuid(uuid, &mut buf).as_bytes());
 }
 
-struct SaveComponents<'w, W: Roster> {
+/// Each saved entity's rank (its index in UUID order), by slot: `(generation << 32) | (rank +
+/// 1)`, 0 for a slot not saved. Zeroed memory, so only the pages of saved slots are touched.
+struct Ranks(Vec<u64>);
+
+impl Ranks {
+    fn new(rows: &[Row<'_>], slots: usize) -> Self {
+        let mut table = vec![0u64; slots];
+        for (rank, r) in rows.iter().enumerate() {
+            table[r.slot.slot() as usize] =
+                u64::from(r.slot.generation()) << 32 | (rank as u64 + 1);
+        }
+        Self(table)
+    }
+
+    /// The rank of the saved entity `(slot, generation)`.
+    #[inline(always)]
+    fn of(&self, slot: u32, generation: u32) -> Option<usize> {
+        let e = *self.0.get(slot as usize)?;
+        ((e >> 32) as u32 == generation && e as u32 != 0).then(|| (e as u32 - 1) as usize)
+    }
+}
+
+/// One component's values in UUID order: `bytes[rank * size_of::<T>()..]` holds the value of
+/// the entity at `rank` when bit `rank` of `present` is set (links already UUIDs).
+struct Column {
+    bytes: Vec<u8>,
+    present: Vec<u64>,
+}
+
+impl Column {
+    /// The value at `rank`, if that entity has one.
+    #[inline(always)]
+    fn get<T: bytemuck::Pod>(&self, rank: usize) -> Option<T> {
+        let size = core::mem::size_of::<T>();
+        (self.present[rank / 64] >> (rank % 64) & 1 != 0)
+            .then(|| bytemuck::pod_read_unaligned(&self.bytes[rank * size..(rank + 1) * size]))
+    }
+}
+
+/// Pass 2: one [`Column`] per roster component, and the (rank, component) pairs whose link
+/// names a live entity outside the saved scope.
+struct Gather<'a, 'w, W> {
     world: &'w W,
-    instance: InstanceId,
-    entity: EntityId,
+    rows: &'a [Row<'w>],
+    ranks: &'a Ranks,
+    columns: Vec<Column>,
+    outside: Vec<(usize, usize)>,
+}
+
+impl<W: DurableOps> RecordVisitor for Gather<'_, '_, W> {
+    fn visit<T: RecordComponent>(&mut self, index: usize) {
+        let n = self.rows.len();
+        let size = core::mem::size_of::<T>();
+        let mut column = Column {
+            bytes: vec![0; n * size],
+            present: vec![0; n.div_ceil(64)],
+        };
+        if let Some(pool) = self.world.parts_ref().1.get::<T>() {
+            let registry = self.world.registry();
+            for (key, value) in pool.owners().keys().iter().zip(pool.values()) {
+                let Some(rank) = self.ranks.of(key.slot(), key.generation()) else {
+                    continue;
+                };
+                let mut copy = *value;
+                if has_refs::<W, T>() {
+                    let (rows, ranks) = (self.rows, self.ranks);
+                    let mut outside = false;
+                    rewrite_refs::<W, T>(bytemuck::bytes_of_mut(&mut copy), &mut |_, r| {
+                        if r.is_null() {
+                            return;
+                        }
+                        if r.owner() == registry.owner() {
+                            if let Some(t) = ranks.of(r.slot(), r.generation()) {
+                                *r = uuid_bits(rows[t].object.as_uuid());
+                                return;
+                            }
+                        }
+                        if registry.is_alive(*r) {
+                            outside = true;
+                            *r = uuid_bits(Uuid::nil());
+                        } else {
+                            *r = EntityId::NULL;
+                        }
+                    });
+                    if outside {
+                        self.outside.push((rank, index));
+                    }
+                }
+                column.bytes[rank * size..(rank + 1) * size]
+                    .copy_from_slice(bytemuck::bytes_of(&copy));
+                column.present[rank / 64] |= 1 << (rank % 64);
+            }
+        }
+        debug_assert_eq!(self.columns.len(), index);
+        self.columns.push(column);
+    }
+}
+
+/// Pass 3: the components of the entity at `rank`, in the order visited (by name).
+struct SaveComponents<'a> {
+    rank: usize,
     uuid: SourceObjectId,
-    out: &'w mut Vec<u8>,
-    ctx: &'w mut Ctx,
+    columns: &'a [Column],
+    /// The (rank, component) pairs with a link outside the saved scope, of one rank at most.
+    outside: &'a [(usize, usize)],
+    names: &'static [&'static str],
+    /// Each component's written key, by roster index.
+    keys: &'a [Vec<u8>],
+    out: &'a mut Vec<u8>,
+    ctx: &'a mut Ctx,
     any: bool,
     result: Result<(), SaveError>,
 }
 
-impl<W: DurableOps> RecordVisitor for SaveComponents<'_, W> {
+impl RecordVisitor for SaveComponents<'_> {
     fn visit<T: RecordComponent>(&mut self, index: usize) {
         if self.result.is_err() {
             return;
         }
-        let Some(value) = self
-            .world
-            .parts_ref()
-            .1
-            .get::<T>()
-            .and_then(|p| p.get(self.entity))
-        else {
+        let Some(copy) = self.columns[index].get::<T>(self.rank) else {
             return;
         };
-        let component = W::NAMES[index];
-        let mut copy = *value;
-        let (registry, durable) = (self.world.registry(), self.world.durable_ref());
-        let mut outside = false;
-        rewrite_refs::<W, T>(bytemuck::bytes_of_mut(&mut copy), &mut |_, r| {
-            if r.is_null() {
-                return;
-            }
-            if !registry.is_alive(*r) {
-                *r = EntityId::NULL;
-                return;
-            }
-            match durable.bindings().key_of(*r) {
-                Some(k) if k.instance == self.instance => *r = uuid_bits(k.object.as_uuid()),
-                _ => {
-                    outside = true;
-                    *r = uuid_bits(Uuid::nil());
-                }
-            }
-        });
-        if outside {
+        let component = self.names[index];
+        if self.outside.contains(&(self.rank, index)) {
             self.result = Err(SaveError::UnsavedTarget {
                 entity: self.uuid,
                 component: component.to_owned(),
@@ -341,8 +439,7 @@ impl<W: DurableOps> RecordVisitor for SaveComponents<'_, W> {
         if self.any {
             self.out.push(b',');
         }
-        canonical::string(self.out, component);
-        self.out.push(b':');
+        self.out.extend_from_slice(&self.keys[index]);
         let at = self.out.len();
         if let Err(e) = canonical::write(self.out, self.ctx, &copy) {
             self.out.truncate(mark);
