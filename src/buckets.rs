@@ -50,12 +50,22 @@ pub(crate) fn bucket_sort<T: Copy>(
         next[b + 1] += next[b];
     }
     let starts = next.clone();
-    let mut out = items.clone();
+    let mut out: Vec<T> = Vec::with_capacity(items.len());
+    let spare = &mut out.spare_capacity_mut()[..items.len()];
     for it in items.iter() {
         let slot = &mut next[usize::from(top(it))];
-        out[*slot as usize] = *it;
+        spare[*slot as usize].write(*it);
         *slot += 1;
     }
+    // Each cursor walked its bucket from its start; ending at the next bucket's start means
+    // it wrote every index of its bucket (checked in release: `top` is a caller's closure).
+    assert!(
+        next[..BUCKETS] == starts[1..],
+        "bucket_sort: `top` changed its answer"
+    );
+    // SAFETY: by the check above every index in `0..starts[BUCKETS] == items.len()` was
+    // written (bounds-checked writes into the spare capacity, never past it).
+    unsafe { out.set_len(items.len()) };
     for w in starts.windows(2) {
         if w[1] - w[0] > 1 {
             out[w[0] as usize..w[1] as usize].sort_unstable_by(&mut cmp);

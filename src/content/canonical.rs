@@ -94,6 +94,9 @@ pub(crate) struct Ctx {
     shapes: Vec<Shape>,
     /// The member names of the structs being learned (a stack, like `spans`).
     learning: Vec<&'static str>,
+    /// A map's key, between its `serialize_key` and `serialize_value` (taken before the value
+    /// is written, so nested maps never see it).
+    map_key: Option<String>,
 }
 
 /// Most struct shapes a [`Ctx`] remembers.
@@ -167,14 +170,18 @@ struct Members<'a> {
     open: usize,
     /// Some name needed an escape: names are compared decoded, not as written.
     escaped: bool,
-    key: Option<String>,
-    /// The shape this struct's members have followed so far (an index in `ctx.shapes`).
-    shape: Option<usize>,
+    /// The shape this struct's members have followed so far (an index in `ctx.shapes`), or
+    /// [`NONE`].
+    shape: u32,
     /// Members written.
-    count: usize,
-    /// This struct's name and its first entry in `ctx.learning`, while its shape is learned.
-    learn: Option<(StrId, usize)>,
+    count: u32,
+    /// While this struct's shape is learned, its entry in `ctx.learning` (its name, followed
+    /// by its members' names), else [`NONE`].
+    learn: u32,
 }
+
+/// No shape, or not learning (kept small: a `Members` is moved through every `Serialize`).
+const NONE: u32 = u32::MAX;
 
 /// Whether the `n` members came sorted by name (`name(i)` of the `i`-th); if not, fills
 /// `order` with their sorted order. Refuses a name given twice.
@@ -206,19 +213,23 @@ impl<'a> Members<'a> {
             base,
             open,
             escaped: false,
-            key: None,
-            shape: None,
+            shape: NONE,
             count: 0,
-            learn: None,
+            learn: NONE,
         }
     }
 
     /// The members of struct `name`: along its learned shape, or learning it.
     fn of_struct(out: &'a mut Vec<u8>, ctx: &'a mut Ctx, name: &'static str) -> Self {
-        let name = id(name);
-        let shape = ctx.shapes.iter().position(|s| s.name == name);
-        let learn =
-            (shape.is_none() && ctx.shapes.len() < SHAPES).then_some((name, ctx.learning.len()));
+        let (mut shape, mut learn) = (NONE, NONE);
+        match ctx.shapes.iter().position(|s| s.name == id(name)) {
+            Some(k) => shape = k as u32,
+            None if ctx.shapes.len() < SHAPES => {
+                learn = ctx.learning.len() as u32;
+                ctx.learning.push(name);
+            }
+            None => {}
+        }
         Self {
             shape,
             learn,
@@ -228,16 +239,16 @@ impl<'a> Members<'a> {
 
     /// A struct member: its written key comes from the shape while the members follow it.
     fn field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> R {
-        if let Some(k) = self.shape {
-            let shape = &self.ctx.shapes[k];
-            if shape.fields.get(self.count) == Some(&id(name)) {
-                if self.count != 0 {
+        if let Some(shape) = self.ctx.shapes.get(self.shape as usize) {
+            let i = self.count as usize;
+            if shape.fields.get(i) == Some(&id(name)) {
+                if i != 0 {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                let from = self.count.checked_sub(1).map_or(0, |i| shape.key_ends[i]);
+                let from = i.checked_sub(1).map_or(0, |i| shape.key_ends[i]);
                 self.out
-                    .extend_from_slice(&shape.keys[from..shape.key_ends[self.count]]);
+                    .extend_from_slice(&shape.keys[from..shape.key_ends[i]]);
                 let key_end = self.out.len();
                 self.out.push(b':');
                 write(self.out, self.ctx, value)?;
@@ -249,9 +260,9 @@ impl<'a> Members<'a> {
                 self.count += 1;
                 return Ok(());
             }
-            self.shape = None;
+            self.shape = NONE;
         }
-        if self.learn.is_some() {
+        if self.learn != NONE {
             self.ctx.learning.push(name);
         }
         self.member(name, value)
@@ -276,20 +287,35 @@ impl<'a> Members<'a> {
         Ok(())
     }
 
+    #[inline]
     fn finish(self) -> R {
+        if let Some(shape) = self.ctx.shapes.get(self.shape as usize) {
+            if self.count as usize == shape.fields.len() && shape.order.is_empty() {
+                // Every member came by the shape's names, which are sorted.
+                self.ctx.spans.truncate(self.base);
+                self.out.push(b'}');
+                return Ok(());
+            }
+        }
+        self.reorder()
+    }
+
+    /// [`finish`](Self::finish) of an object whose members may need reordering or learning.
+    #[inline(never)]
+    fn reorder(self) -> R {
         let Ctx {
             spans,
             order,
             scratch,
             shapes,
             learning,
+            ..
         } = &mut *self.ctx;
         let spans = &spans[self.base..];
         // The members came by a shape's names, in its order: its sorted order is known.
-        let known = self
-            .shape
-            .map(|k| &shapes[k])
-            .filter(|s| self.count == s.fields.len() && self.count != 0);
+        let known = shapes
+            .get(self.shape as usize)
+            .filter(|s| self.count as usize == s.fields.len() && self.count != 0);
         let order: &[usize] = match known {
             Some(shape) => &shape.order,
             None if spans.is_empty() => &[],
@@ -311,8 +337,11 @@ impl<'a> Members<'a> {
                 if sorted {
                     order.clear();
                 }
-                if let Some((name, at)) = self.learn {
-                    if !self.escaped && learning.len() - at == spans.len() {
+                if let Some((&name, fields)) = learning
+                    .get(self.learn as usize..)
+                    .and_then(<[_]>::split_first)
+                {
+                    if !self.escaped && fields.len() == spans.len() {
                         let mut keys = Vec::new();
                         let mut key_ends = Vec::with_capacity(spans.len());
                         for s in spans {
@@ -320,8 +349,8 @@ impl<'a> Members<'a> {
                             key_ends.push(keys.len());
                         }
                         shapes.push(Shape {
-                            name,
-                            fields: learning[at..].iter().map(|&f| id(f)).collect(),
+                            name: id(name),
+                            fields: fields.iter().map(|&f| id(f)).collect(),
                             keys,
                             key_ends,
                             order: order.clone(),
@@ -331,8 +360,8 @@ impl<'a> Members<'a> {
                 order
             }
         };
-        if let Some((_, at)) = self.learn {
-            learning.truncate(at);
+        if self.learn != NONE {
+            learning.truncate(self.learn as usize);
         }
         if !order.is_empty() {
             scratch.clear();
@@ -573,7 +602,7 @@ impl ser::SerializeMap for Members<'_> {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> R {
         match serde_json::to_value(key) {
             Ok(serde_json::Value::String(s)) => {
-                self.key = Some(s);
+                self.ctx.map_key = Some(s);
                 Ok(())
             }
             _ => Err(CanonError("a map key that is not a string".into())),
@@ -581,7 +610,8 @@ impl ser::SerializeMap for Members<'_> {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
         let key = self
-            .key
+            .ctx
+            .map_key
             .take()
             .ok_or_else(|| CanonError("a map value without a key".into()))?;
         self.member(&key, v)
@@ -596,6 +626,69 @@ mod tests {
     use super::*;
     use serde::Serialize;
     use serde_json::json;
+
+    /// What serde_json writes for `v` as a sorted `Value`: the reference of every test here.
+    fn reference<T: Serialize>(v: &T) -> String {
+        let sorted = super::super::json::sorted(&serde_json::to_value(v).unwrap());
+        String::from_utf8(serde_json::to_vec(&sorted).unwrap()).unwrap()
+    }
+
+    /// Two structs of one name (their `Serialize` gives the same `&'static str`), one with
+    /// members out of order and one that is sometimes skipped.
+    mod a {
+        #[derive(serde::Serialize)]
+        pub struct S {
+            pub z: u32,
+            pub b: f32,
+            /// Last, so a value that skips it follows a prefix of the learned shape.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub m: Option<u8>,
+        }
+    }
+    mod b {
+        #[derive(serde::Serialize)]
+        pub struct S {
+            pub a: u8,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub q: Option<super::a::S>,
+        }
+    }
+
+    /// One `Ctx` learns struct shapes from the first values it writes; later values whose
+    /// members come otherwise (a skipped field, a same-named struct with other fields, members
+    /// out of order, nested) still write exactly the reference.
+    #[test]
+    fn learned_shapes_never_change_the_output() {
+        let mut ctx = Ctx::default();
+        let mut out = Vec::new();
+        for i in 0..40u32 {
+            let inner = a::S {
+                z: i,
+                m: (i % 3 != 1).then_some(i as u8),
+                b: i as f32 / 4.0,
+            };
+            out.clear();
+            write(&mut out, &mut ctx, &inner).unwrap();
+            assert_eq!(
+                String::from_utf8(out.clone()).unwrap(),
+                reference(&inner),
+                "{i}"
+            );
+            let outer = b::S {
+                a: i as u8,
+                q: (i % 2 == 0).then_some(inner),
+            };
+            out.clear();
+            write(&mut out, &mut ctx, &outer).unwrap();
+            assert_eq!(
+                String::from_utf8(out.clone()).unwrap(),
+                reference(&outer),
+                "{i}"
+            );
+        }
+        assert!(ctx.shapes.len() <= 2, "one shape per struct name");
+        assert!(ctx.spans.is_empty() && ctx.learning.is_empty());
+    }
 
     /// The writer agrees with serde_json's compact output of the same value as a `Value` (sorted,
     /// should `preserve_order` be on in the build).

@@ -288,6 +288,11 @@ fn interleaved(rounds: usize) {
         median(&mut base.clone()),
         ratio_median(&ours, &base)
     );
+    if std::env::var_os("LUDUS_CONTENT_ROUNDS").is_some() {
+        for (a, b) in sv.iter().zip(&tw) {
+            println!("round: save {a:?} to_writer {b:?}");
+        }
+    }
     println!(
         "save_world {:?}  typed_to_writer {:?}  ratio {:.2}",
         median(&mut sv.clone()),
