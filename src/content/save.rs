@@ -127,14 +127,17 @@ where
     // saved entities, their names and label candidates. Then the canonical (UUID) order.
     let mut rows: Vec<Row<'_>> = Vec::with_capacity(durable.bindings().len());
     let mut name_bytes = 0;
-    let mut slots = 0;
+    // Each saved entity's UUID by slot (the slots ascend here, so this is written front to
+    // back): pass 2 turns a link into its target's UUID with one read.
+    let mut objects: Vec<[u8; 16]> = Vec::new();
     for (k, e, _) in durable.bindings().iter() {
         if k.instance != instance || !registry.is_alive(e) {
             continue;
         }
         let name = world.name(e).map_err(SaveError::World)?;
         name_bytes += name.len();
-        slots = slots.max(e.slot() as usize + 1);
+        objects.resize(e.slot() as usize, [0; 16]);
+        objects.push(*k.object.as_bytes());
         rows.push(Row {
             object: k.object,
             slot: EntityKey::of(e),
@@ -147,10 +150,11 @@ where
     settle_labels(&mut rows);
     // Pass 2, over each pool in dense order: every saved entity's value, links rewritten to
     // UUIDs, copied to its rank in a column of its own (so pass 3 reads front to back too).
-    let ranks = Ranks::new(&rows, slots);
+    let ranks = Ranks::new(&rows, objects.len());
     let mut gather = Gather {
         world,
-        rows: &rows,
+        rows: rows.len(),
+        objects: &objects,
         ranks: &ranks,
         columns: Vec::with_capacity(W::NAMES.len()),
         outside: Vec::new(),
@@ -346,17 +350,20 @@ impl Column {
 
 /// Pass 2: one [`Column`] per roster component, and the (rank, component) pairs whose link
 /// names a live entity outside the saved scope.
-struct Gather<'a, 'w, W> {
-    world: &'w W,
-    rows: &'a [Row<'w>],
+struct Gather<'a, W> {
+    world: &'a W,
+    /// Saved entities.
+    rows: usize,
+    /// The UUID of each saved entity, by slot.
+    objects: &'a [[u8; 16]],
     ranks: &'a Ranks,
     columns: Vec<Column>,
     outside: Vec<(usize, usize)>,
 }
 
-impl<W: DurableOps> RecordVisitor for Gather<'_, '_, W> {
+impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
     fn visit<T: RecordComponent>(&mut self, index: usize) {
-        let n = self.rows.len();
+        let n = self.rows;
         let size = core::mem::size_of::<T>();
         let mut column = Column {
             bytes: vec![0; n * size],
@@ -370,17 +377,17 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, '_, W> {
                 };
                 let mut copy = *value;
                 if has_refs::<W, T>() {
-                    let (rows, ranks) = (self.rows, self.ranks);
+                    let (objects, ranks) = (self.objects, self.ranks);
                     let mut outside = false;
                     rewrite_refs::<W, T>(bytemuck::bytes_of_mut(&mut copy), &mut |_, r| {
                         if r.is_null() {
                             return;
                         }
-                        if r.owner() == registry.owner() {
-                            if let Some(t) = ranks.of(r.slot(), r.generation()) {
-                                *r = uuid_bits(rows[t].object.as_uuid());
-                                return;
-                            }
+                        if r.owner() == registry.owner()
+                            && ranks.of(r.slot(), r.generation()).is_some()
+                        {
+                            *r = uuid_bits(Uuid::from_bytes(objects[r.slot() as usize]));
+                            return;
                         }
                         if registry.is_alive(*r) {
                             outside = true;
