@@ -42,28 +42,41 @@ pub(crate) fn bucket_sort<T: Copy>(
         items.sort_unstable_by(cmp);
         return Starts::default();
     }
-    let mut next = vec![0u32; BUCKETS + 1];
+    Starts(scatter::<T, 16>(items, top, cmp))
+}
+
+/// Sorts `items` (fewer than 2^32) into `2^BITS` buckets on the top `BITS` of `top`, each
+/// bucket then sorted on its own, and returns the bucket starts (`2^BITS + 1` entries).
+/// Generic in `BITS` only so Miri can run the same code on a few buckets.
+fn scatter<T: Copy, const BITS: u32>(
+    items: &mut Vec<T>,
+    top: impl Fn(&T) -> u16,
+    mut cmp: impl FnMut(&T, &T) -> Ordering,
+) -> Vec<u32> {
+    let buckets = 1usize << BITS;
+    let bucket = |it: &T| usize::from(top(it) >> (16 - BITS));
+    let mut next = vec![0u32; buckets + 1];
     for it in items.iter() {
-        next[usize::from(top(it)) + 1] += 1;
+        next[bucket(it) + 1] += 1;
     }
-    for b in 0..BUCKETS {
+    for b in 0..buckets {
         next[b + 1] += next[b];
     }
     let starts = next.clone();
     let mut out: Vec<T> = Vec::with_capacity(items.len());
     let spare = &mut out.spare_capacity_mut()[..items.len()];
     for it in items.iter() {
-        let slot = &mut next[usize::from(top(it))];
+        let slot = &mut next[bucket(it)];
         spare[*slot as usize].write(*it);
         *slot += 1;
     }
     // Each cursor walked its bucket from its start; ending at the next bucket's start means
     // it wrote every index of its bucket (checked in release: `top` is a caller's closure).
     assert!(
-        next[..BUCKETS] == starts[1..],
+        next[..buckets] == starts[1..],
         "bucket_sort: `top` changed its answer"
     );
-    // SAFETY: by the check above every index in `0..starts[BUCKETS] == items.len()` was
+    // SAFETY: by the check above every index in `0..starts[buckets] == items.len()` was
     // written (bounds-checked writes into the spare capacity, never past it).
     unsafe { out.set_len(items.len()) };
     for w in starts.windows(2) {
@@ -72,7 +85,7 @@ pub(crate) fn bucket_sort<T: Copy>(
         }
     }
     *items = out;
-    Starts(starts)
+    starts
 }
 
 /// The top 16 bits of a UUID held as a big-endian `u128`.
@@ -129,5 +142,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The bucket path itself on few buckets (so Miri runs its `set_len`), against a plain
+    /// sort; and a `top` that changes its answer is refused, never trusted.
+    #[test]
+    fn scatter_agrees_and_refuses_an_unstable_top() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for n in [1usize, 7, 300] {
+            for shared in [false, true] {
+                let mut items: Vec<(u16, u32)> = (0..n as u32)
+                    .map(|i| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        ((state >> 48) as u16 | if shared { 0xf000 } else { 0 }, i)
+                    })
+                    .collect();
+                let mut plain = items.clone();
+                plain.sort_unstable();
+                let starts = scatter::<_, 4>(&mut items, |e| e.0, |a, b| a.cmp(b));
+                assert_eq!(items, plain, "n {n} shared {shared}");
+                assert_eq!((starts.len(), starts[16]), (17, n as u32));
+            }
+        }
+        let calls = core::cell::Cell::new(0u32);
+        let unstable = |_: &(u16, u32)| {
+            calls.set(calls.get() + 1);
+            if calls.get() % 3 == 0 {
+                0xffff
+            } else {
+                0
+            }
+        };
+        let mut items: Vec<(u16, u32)> = (0..8).map(|i| (0, i)).collect();
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            scatter::<_, 4>(&mut items, unstable, |a, b| a.cmp(b))
+        }));
+        assert!(refused.is_err());
     }
 }
