@@ -36,7 +36,7 @@ impl Starts {
 pub(crate) fn bucket_sort<T: Copy>(
     items: &mut Vec<T>,
     top: impl Fn(&T) -> u16,
-    mut cmp: impl FnMut(&T, &T) -> Ordering,
+    cmp: impl FnMut(&T, &T) -> Ordering,
 ) -> Starts {
     if items.len() < MIN_ITEMS || u32::try_from(items.len()).is_err() {
         items.sort_unstable_by(cmp);
