@@ -16,7 +16,14 @@ use serde::ser::{self, Serialize};
 
 /// Why a value has no canonical JSON form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CanonError(pub(crate) String);
+pub(crate) struct CanonError(pub(crate) Box<str>);
+
+impl CanonError {
+    /// Boxed, so every `Result<(), CanonError>` the writer returns fits two registers.
+    fn new(message: impl Into<String>) -> Self {
+        Self(message.into().into_boxed_str())
+    }
+}
 
 impl fmt::Display for CanonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -28,7 +35,7 @@ impl std::error::Error for CanonError {}
 
 impl ser::Error for CanonError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        Self(msg.to_string())
+        Self::new(msg.to_string())
     }
 }
 
@@ -53,6 +60,45 @@ fn escape(out: &mut Vec<u8>, s: &str) -> bool {
         // Writing into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut *out, s);
         true
+    }
+}
+
+/// A member's written key (`"name"` or `"name":`): up to 16 bytes are appended with one
+/// fixed-size copy, longer ones as a slice.
+#[derive(Debug, Clone)]
+pub(crate) struct Key {
+    short: [u8; 16],
+    len: usize,
+    long: Box<[u8]>,
+}
+
+impl Key {
+    pub(crate) fn new(bytes: &[u8]) -> Self {
+        let mut short = [0; 16];
+        let long = match short.get_mut(..bytes.len()) {
+            Some(s) => {
+                s.copy_from_slice(bytes);
+                Box::default()
+            }
+            None => bytes.into(),
+        };
+        Self {
+            short,
+            len: bytes.len(),
+            long,
+        }
+    }
+
+    /// Appends the key to `out`.
+    #[inline(always)]
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        if self.len <= 16 {
+            let at = out.len();
+            out.extend_from_slice(&self.short);
+            out.truncate(at + self.len);
+        } else {
+            out.extend_from_slice(&self.long);
+        }
     }
 }
 
@@ -118,9 +164,8 @@ fn id(s: &'static str) -> StrId {
 struct Shape {
     name: StrId,
     fields: Vec<StrId>,
-    /// `keys[key_ends[i - 1]..key_ends[i]]` is member `i`'s quoted name.
-    keys: Vec<u8>,
-    key_ends: Vec<usize>,
+    /// Member `i`'s quoted name.
+    keys: Vec<Key>,
     /// The members' sorted order; empty when they come sorted.
     order: Vec<usize>,
 }
@@ -137,7 +182,7 @@ struct Canon<'a> {
 
 impl Canon<'_> {
     fn scalar<T: Serialize>(self, v: T) -> R {
-        serde_json::to_writer(&mut *self.out, &v).map_err(|e| CanonError(e.to_string()))
+        serde_json::to_writer(&mut *self.out, &v).map_err(|e| CanonError::new(e.to_string()))
     }
 }
 
@@ -197,7 +242,7 @@ fn sort_members<'k, K: Ord + ?Sized + 'k>(
     order.extend(0..n);
     order.sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
     if order.windows(2).any(|w| name(w[0]) == name(w[1])) {
-        return Err(CanonError("a member is named twice".into()));
+        return Err(CanonError::new("a member is named twice"));
     }
     Ok(false)
 }
@@ -246,9 +291,7 @@ impl<'a> Members<'a> {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                let from = i.checked_sub(1).map_or(0, |i| shape.key_ends[i]);
-                self.out
-                    .extend_from_slice(&shape.keys[from..shape.key_ends[i]]);
+                shape.keys[i].write(self.out);
                 let key_end = self.out.len();
                 self.out.push(b':');
                 write(self.out, self.ctx, value)?;
@@ -325,7 +368,7 @@ impl<'a> Members<'a> {
                         .iter()
                         .map(|s| serde_json::from_slice::<String>(&self.out[s.start..s.key_end]))
                         .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| CanonError(e.to_string()))?;
+                        .map_err(|e| CanonError::new(e.to_string()))?;
                     sort_members(order, spans.len(), |i| &names[i])?
                 } else {
                     // Unescaped names are their own bytes between the quotes.
@@ -342,17 +385,14 @@ impl<'a> Members<'a> {
                     .and_then(<[_]>::split_first)
                 {
                     if !self.escaped && fields.len() == spans.len() {
-                        let mut keys = Vec::new();
-                        let mut key_ends = Vec::with_capacity(spans.len());
-                        for s in spans {
-                            keys.extend_from_slice(&self.out[s.start..s.key_end]);
-                            key_ends.push(keys.len());
-                        }
+                        let keys = spans
+                            .iter()
+                            .map(|s| Key::new(&self.out[s.start..s.key_end]))
+                            .collect();
                         shapes.push(Shape {
                             name: id(name),
                             fields: fields.iter().map(|&f| id(f)).collect(),
                             keys,
-                            key_ends,
                             order: order.clone(),
                         });
                     }
@@ -407,12 +447,12 @@ fn finite(v: f64) -> R {
     if v.is_finite() {
         Ok(())
     } else {
-        Err(CanonError(format!("non-finite number {v}")))
+        Err(CanonError::new(format!("non-finite number {v}")))
     }
 }
 
 fn unsupported(what: &str) -> CanonError {
-    CanonError(format!("{what} has no record form"))
+    CanonError::new(format!("{what} has no record form"))
 }
 
 impl<'a> ser::Serializer for Canon<'a> {
@@ -605,7 +645,7 @@ impl ser::SerializeMap for Members<'_> {
                 self.ctx.map_key = Some(s);
                 Ok(())
             }
-            _ => Err(CanonError("a map key that is not a string".into())),
+            _ => Err(CanonError::new("a map key that is not a string")),
         }
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
@@ -613,7 +653,7 @@ impl ser::SerializeMap for Members<'_> {
             .ctx
             .map_key
             .take()
-            .ok_or_else(|| CanonError("a map value without a key".into()))?;
+            .ok_or_else(|| CanonError::new("a map value without a key"))?;
         self.member(&key, v)
     }
     fn end(self) -> R {
@@ -626,6 +666,16 @@ mod tests {
     use super::*;
     use serde::Serialize;
     use serde_json::json;
+
+    #[test]
+    fn keys_append_exactly_their_bytes() {
+        for len in [0, 1, 15, 16, 17, 40] {
+            let bytes: Vec<u8> = (0..len as u8).map(|b| b'a' + b % 26).collect();
+            let mut out = b"x".to_vec();
+            Key::new(&bytes).write(&mut out);
+            assert_eq!(out[1..], bytes[..], "{len}");
+        }
+    }
 
     /// What serde_json writes for `v` as a sorted `Value`: the reference of every test here.
     fn reference<T: Serialize>(v: &T) -> String {
@@ -767,7 +817,7 @@ mod tests {
             b: u8,
         }
         let e = write(&mut Vec::new(), &mut Ctx::default(), &Twice { a: 1, b: 2 }).unwrap_err();
-        assert_eq!(e.0, "a member is named twice");
+        assert_eq!(&*e.0, "a member is named twice");
         let mut plain = Vec::new();
         for s in [
             "",

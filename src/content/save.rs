@@ -15,7 +15,7 @@
 
 use uuid::Uuid;
 
-use super::canonical::{self, Ctx};
+use super::canonical::{self, Ctx, Key};
 use super::error::Line;
 use super::mapping::{
     has_refs, rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor,
@@ -114,13 +114,13 @@ where
     let mut order: Vec<usize> = (0..W::NAMES.len()).collect();
     order.sort_by_key(|&k| W::NAMES[k]);
     // Each component's written key (`"name":`), once.
-    let keys: Vec<Vec<u8>> = W::NAMES
+    let keys: Vec<Key> = W::NAMES
         .iter()
         .map(|n| {
             let mut k = Vec::with_capacity(n.len() + 3);
             canonical::string(&mut k, n);
             k.push(b':');
-            k
+            Key::new(&k)
         })
         .collect();
     // Pass 1, in slot order (the binding table and the names are read front to back): the
@@ -184,16 +184,20 @@ where
         if let Some(ahead) = rows.get(rank + PREFETCH) {
             prefetch_bytes(ahead.name.as_bytes());
         }
-        let uuid = format_uuid(&r.object.as_uuid(), &mut text).as_bytes();
+        format_uuid(&r.object.as_uuid(), &mut text);
         out.extend_from_slice(if rank == 0 {
             b"\n    {\"uuid\":\""
         } else {
             b",\n    {\"uuid\":\""
         });
-        out.extend_from_slice(uuid);
+        out.extend_from_slice(&text); // a fixed-size copy
         out.extend_from_slice(b"\",\"label\":\"");
         // A legacy id needs no escape.
-        out.extend_from_slice(if r.label { r.name.as_bytes() } else { uuid });
+        if r.label {
+            out.extend_from_slice(r.name.as_bytes());
+        } else {
+            out.extend_from_slice(&text);
+        }
         out.extend_from_slice(b"\",\"name\":");
         if r.label {
             out.push(b'"');
@@ -419,7 +423,7 @@ struct SaveComponents<'a> {
     outside: &'a [(usize, usize)],
     names: &'static [&'static str],
     /// Each component's written key, by roster index.
-    keys: &'a [Vec<u8>],
+    keys: &'a [Key],
     out: &'a mut Vec<u8>,
     ctx: &'a mut Ctx,
     any: bool,
@@ -446,14 +450,14 @@ impl RecordVisitor for SaveComponents<'_> {
         if self.any {
             self.out.push(b',');
         }
-        self.out.extend_from_slice(&self.keys[index]);
+        self.keys[index].write(self.out);
         let at = self.out.len();
         if let Err(e) = canonical::write(self.out, self.ctx, &copy) {
             self.out.truncate(mark);
             self.result = Err(SaveError::Component {
                 entity: self.uuid,
                 component: component.to_owned(),
-                message: e.0,
+                message: e.0.into(),
             });
             return;
         }
