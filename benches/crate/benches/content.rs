@@ -16,6 +16,8 @@
 //!   builds a `HashMap<Uuid, usize>` of the entities and resolves every non-empty target to
 //!   its index. Target: `restore_world ≤ 1.2 × typed_parse_fixup`.
 //! - `save_100k/save_world`: `save_world_bytes` of the restored world (canonical bytes).
+//! - `save_100k/save_world_uuid_slots`, for information: the same entities restored from the
+//!   saved record (canonical, so in UUID order): slots in UUID order, save's best case.
 //! - `save_100k/typed_to_writer`: `serde_json::to_writer` of the parsed `RecordT` into a
 //!   `Vec<u8>` with the output's capacity reserved. Target: `save_world ≤ 1.2 ×
 //!   typed_to_writer`. `save_100k/typed_to_writer_pretty`, for information: the same with
@@ -26,7 +28,15 @@
 //!
 //! `LUDUS_INTERLEAVE=<rounds>` skips criterion and times the pairs round-robin, one call of
 //! each per round, alternating which goes first, and prints the medians and the median of the
-//! per-round ratios (the shared-machine protocol of `docs/benchmarking.md`).
+//! per-round ratios (the shared-machine protocol of `docs/benchmarking.md`). With it:
+//! `LUDUS_CONTENT_ROUNDS=1` also prints each round's save and `to_writer` times;
+//! `LUDUS_CONTENT_NO_APPLY=1` skips `identity apply`; `LUDUS_CONTENT_ONLY_APPLY=1` times only
+//! it; `LUDUS_CONTENT_ONLY_SAVE=1` times `<rounds>` saves, then `<rounds>` `to_writer` calls
+//! (a loop to profile under `perf record`; `LUDUS_CONTENT_SAVE_ALONE=1` drops the second).
+//!
+//! The bench world's slots are in record order, which is unrelated to UUID order: save's
+//! canonical (UUID) order is a random permutation of its pools, the hard case. A world restored
+//! from a record that ludus wrote has its slots in UUID order.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -47,6 +57,9 @@ const N: usize = 100_000;
 struct Fixture {
     bytes: Vec<u8>,
     world: Level,
+    /// The same entities restored from the saved (canonical, UUID-ordered) record: slots in
+    /// UUID order.
+    world_sorted: Level,
     saved_len: usize,
     typed: RecordT,
 }
@@ -61,10 +74,22 @@ fn fixture() -> &'static Fixture {
             save_world_bytes(&world, instance(), "ludus.bench.v1", record(0).document).unwrap();
         let typed: RecordT = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(saved.len(), bytes.len());
+        let mut world_sorted = fresh(N);
+        restore_world_from_slice(Path::new("saved"), &saved, instance(), &mut world_sorted)
+            .unwrap();
+        let again = save_world_bytes(
+            &world_sorted,
+            instance(),
+            "ludus.bench.v1",
+            record(0).document,
+        )
+        .unwrap();
+        assert_eq!(again, saved);
         Fixture {
             saved_len: saved.len(),
             bytes,
             world,
+            world_sorted,
             typed,
         }
     })
@@ -77,6 +102,17 @@ fn restore(bytes: &[u8], mut w: Level) -> Level {
 
 fn save(fx: &Fixture) -> Vec<u8> {
     save_world_bytes(&fx.world, instance(), "ludus.bench.v1", record(0).document).unwrap()
+}
+
+/// For information: save of a world whose slots are in UUID order.
+fn save_sorted(fx: &Fixture) -> Vec<u8> {
+    save_world_bytes(
+        &fx.world_sorted,
+        instance(),
+        "ludus.bench.v1",
+        record(0).document,
+    )
+    .unwrap()
 }
 
 fn to_writer(fx: &Fixture) -> Vec<u8> {
@@ -161,6 +197,9 @@ fn benches_restore(c: &mut Criterion) {
     let mut g = c.benchmark_group("save_100k");
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("save_world", |b| b.iter(|| save(black_box(fx))));
+    g.bench_function("save_world_uuid_slots", |b| {
+        b.iter(|| save_sorted(black_box(fx)))
+    });
     g.bench_function("typed_to_writer", |b| b.iter(|| to_writer(black_box(fx))));
     g.bench_function("typed_to_writer_pretty", |b| {
         b.iter(|| to_writer_pretty(black_box(fx)))
@@ -201,7 +240,7 @@ fn interleaved(rounds: usize) {
         r.world_bytes
     );
     let (mut ours, mut base, mut sv, mut tw, mut ap) = (vec![], vec![], vec![], vec![], vec![]);
-    let mut twp = vec![];
+    let (mut twp, mut ss) = (vec![], vec![]);
     if std::env::var_os("LUDUS_CONTENT_ONLY_SAVE").is_some() {
         let mut v = vec![];
         for _ in 0..rounds {
@@ -274,6 +313,9 @@ fn interleaved(rounds: usize) {
         let t = Instant::now();
         black_box(to_writer_pretty(fx));
         twp.push(t.elapsed());
+        let t = Instant::now();
+        black_box(save_sorted(fx));
+        ss.push(t.elapsed());
         if std::env::var_os("LUDUS_CONTENT_NO_APPLY").is_none() {
             let t = Instant::now();
             identity_apply(r);
@@ -298,6 +340,11 @@ fn interleaved(rounds: usize) {
         median(&mut sv.clone()),
         median(&mut tw.clone()),
         ratio_median(&sv, &tw)
+    );
+    println!(
+        "save_world_uuid_slots {:?}  / typed_to_writer {:.2}",
+        median(&mut ss.clone()),
+        ratio_median(&ss, &tw)
     );
     println!(
         "typed_to_writer_pretty {:?}  save_world / pretty {:.2}",
