@@ -3,11 +3,11 @@
 //! The entities saved are those bound under `instance` in the world's binding table; each
 //! record entity's `uuid` is its `SourceObjectId`, its `name` the world's name, its
 //! components every roster component it holds, by roster name, as their serde form. Every
-//! entity-typed field becomes its target's UUID through the reverse binding (`""` for no
-//! target or a target that is no longer alive); a live target outside the saved scope is
-//! refused, since a World record has no way to name it. Entities are written in ascending
-//! UUID order (the canonical entity order: independent of slots, dense order and binding
-//! order), so save → restore → save gives the same bytes.
+//! entity-typed field becomes its saved target's UUID (`""` for no target or a target that is
+//! no longer alive); a live target outside the saved scope is refused, since a World record
+//! has no way to name it. Entities are written in ascending UUID order (the canonical entity
+//! order: independent of slots, dense order and binding order), so save → restore → save gives
+//! the same bytes.
 //!
 //! Labels: the world keeps no label, so save derives one: the entity's name when it follows
 //! the legacy-id rule and no earlier entity (in UUID order) took it, else the UUID's canonical
@@ -233,16 +233,16 @@ where
     Ok(out)
 }
 
-/// How many entities apart pass 2's prefetch stages run ([`Stage`]).
+/// How many entities ahead pass 3 asks for a name's bytes (the one read out of order).
 const PREFETCH: usize = 8;
 
 /// Output bytes reserved per entity beyond its uuid, label and name: address space only, the
 /// pages are touched as they are written (and the `Vec` grows past it if a world needs more).
 const ROW_BYTES_GUESS: usize = 256;
 
-/// One saved entity: its UUID (its big-endian integer `key`: integer order is byte order), its
-/// slot and generation, its name and that name's hash, and whether the name is its label (else the UUID
-/// is).
+/// One saved entity: its UUID (its big-endian integer `key`: integer order is byte order),
+/// its slot and generation, its name and that name's hash, and whether the name is its label
+/// (else the UUID is).
 #[derive(Clone, Copy)]
 struct Row<'w> {
     object: SourceObjectId,
