@@ -709,32 +709,25 @@ mod tests {
     /// out of order, nested) still write exactly the reference.
     #[test]
     fn learned_shapes_never_change_the_output() {
+        /// Writes `v` through `ctx` and checks it against the reference.
+        fn written_as_reference<T: Serialize>(ctx: &mut Ctx, v: &T, i: u32) {
+            let mut out = Vec::new();
+            write(&mut out, ctx, v).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), reference(v), "{i}");
+        }
         let mut ctx = Ctx::default();
-        let mut out = Vec::new();
         for i in 0..40u32 {
             let inner = a::S {
                 z: i,
                 m: (i % 3 != 1).then_some(i as u8),
                 b: i as f32 / 4.0,
             };
-            out.clear();
-            write(&mut out, &mut ctx, &inner).unwrap();
-            assert_eq!(
-                String::from_utf8(out.clone()).unwrap(),
-                reference(&inner),
-                "{i}"
-            );
+            written_as_reference(&mut ctx, &inner, i);
             let outer = b::S {
                 a: i as u8,
                 q: (i % 2 == 0).then_some(inner),
             };
-            out.clear();
-            write(&mut out, &mut ctx, &outer).unwrap();
-            assert_eq!(
-                String::from_utf8(out.clone()).unwrap(),
-                reference(&outer),
-                "{i}"
-            );
+            written_as_reference(&mut ctx, &outer, i);
         }
         assert!(ctx.shapes.len() <= 2, "one shape per struct name");
         assert!(ctx.spans.is_empty() && ctx.learning.is_empty());

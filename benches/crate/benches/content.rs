@@ -242,23 +242,20 @@ fn interleaved(rounds: usize) {
     let (mut ours, mut base, mut sv, mut tw, mut ap) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut twp, mut ss) = (vec![], vec![]);
     if std::env::var_os("LUDUS_CONTENT_ONLY_SAVE").is_some() {
-        let mut v = vec![];
-        for _ in 0..rounds {
-            let t = Instant::now();
-            black_box(save(fx));
-            v.push(t.elapsed());
+        let median_of = |f: &dyn Fn() -> Vec<u8>| {
+            let mut v: Vec<Duration> = (0..rounds)
+                .map(|_| {
+                    let t = Instant::now();
+                    black_box(f());
+                    t.elapsed()
+                })
+                .collect();
+            median(&mut v)
+        };
+        println!("save_world {:?}", median_of(&|| save(fx)));
+        if std::env::var_os("LUDUS_CONTENT_SAVE_ALONE").is_none() {
+            println!("to_writer {:?}", median_of(&|| to_writer(fx)));
         }
-        println!("save_world {:?}", median(&mut v));
-        if std::env::var_os("LUDUS_CONTENT_SAVE_ALONE").is_some() {
-            return;
-        }
-        let mut v = vec![];
-        for _ in 0..rounds {
-            let t = Instant::now();
-            black_box(to_writer(fx));
-            v.push(t.elapsed());
-        }
-        println!("to_writer {:?}", median(&mut v));
         return;
     }
     if std::env::var_os("LUDUS_CONTENT_ONLY_APPLY").is_some() {
