@@ -10,7 +10,8 @@ use core::ptr::NonNull;
 use allocator_api2::alloc::{AllocError, Allocator};
 use allocator_api2::boxed::Box;
 
-use super::domain::{AllocFailed, AllocationDomain};
+use super::bound::BoundDomain;
+use super::domain::{AllocFailed, AllocationDomain, ResizeError};
 use super::layout::AllocationLayout;
 
 /// A copyable handle to a process-lifetime domain, usable as an `allocator_api2` allocator.
@@ -90,81 +91,163 @@ fn owned(ptr: NonNull<u8>, layout: Layout) -> Option<NonNull<u8>> {
     (layout.size() != 0).then_some(ptr)
 }
 
+/// The byte API an `Allocator` impl forwards to: a domain through a [`DomainAllocator`], or a
+/// [`BoundDomain`].
+trait Bytes {
+    fn try_allocate(&self, l: AllocationLayout) -> Result<Option<NonNull<u8>>, AllocFailed>;
+    /// # Safety
+    /// As [`AllocationDomain::free`].
+    unsafe fn free(&self, p: Option<NonNull<u8>>, l: AllocationLayout);
+    /// # Safety
+    /// As [`AllocationDomain::try_reallocate`].
+    unsafe fn try_reallocate(
+        &self,
+        p: &mut Option<NonNull<u8>>,
+        old: AllocationLayout,
+        new_size: usize,
+    ) -> Result<(), ResizeError>;
+}
+
+/// Forwards the byte API of `$t` to `self.$via` (both have the same methods and contracts).
+macro_rules! forward_bytes {
+    ($t:ty, $via:tt) => {
+        impl Bytes for $t {
+            #[inline(always)]
+            fn try_allocate(
+                &self,
+                l: AllocationLayout,
+            ) -> Result<Option<NonNull<u8>>, AllocFailed> {
+                self.$via.try_allocate(l)
+            }
+            #[inline(always)]
+            unsafe fn free(&self, p: Option<NonNull<u8>>, l: AllocationLayout) {
+                // SAFETY: forwarded caller contract.
+                unsafe { self.$via.free(p, l) }
+            }
+            #[inline]
+            unsafe fn try_reallocate(
+                &self,
+                p: &mut Option<NonNull<u8>>,
+                old: AllocationLayout,
+                new_size: usize,
+            ) -> Result<(), ResizeError> {
+                // SAFETY: forwarded caller contract.
+                unsafe { self.$via.try_reallocate(p, old, new_size) }
+            }
+        }
+    };
+}
+
+forward_bytes!(DomainAllocator, domain);
+
+/// A [`BoundDomain`]'s byte API: its inherent methods.
+struct Inherent<'a, 'd>(&'a BoundDomain<'d>);
+forward_bytes!(Inherent<'_, '_>, 0);
+
+/// `Allocator::allocate` over the byte API.
+#[inline(always)]
+fn allocate(b: &impl Bytes, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+    let l = AllocationLayout::from(layout);
+    let p = b.try_allocate(l).map_err(|_| AllocError)?;
+    Ok(block(p, l))
+}
+
+/// `Allocator::deallocate` over the byte API.
+///
+/// # Safety
+/// `ptr` was allocated by `b`'s domain with `layout`.
+#[inline(always)]
+unsafe fn deallocate(b: &impl Bytes, ptr: NonNull<u8>, layout: Layout) {
+    // SAFETY: `ptr` was allocated by this domain with `layout` (caller contract).
+    unsafe { b.free(owned(ptr, layout), layout.into()) }
+}
+
+/// `Allocator::grow`/`shrink`: a resize of the domain when the alignment is unchanged (one
+/// logical record); otherwise allocate, copy, free.
+///
+/// # Safety
+/// `ptr` is a block of `b`'s domain with layout `old`.
+unsafe fn resize(
+    b: &impl Bytes,
+    ptr: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> Result<NonNull<[u8]>, AllocError> {
+    if old.align() == new.align() {
+        let mut p = owned(ptr, old);
+        // SAFETY: `p` is this domain's block with layout `old` (caller contract).
+        unsafe { b.try_reallocate(&mut p, old.into(), new.size()) }.map_err(|_| AllocError)?;
+        return Ok(block(p, new.into()));
+    }
+    let fresh = allocate(b, new)?;
+    // SAFETY: 1. both blocks are valid for `min(old, new)` bytes; 2. they are distinct
+    // live blocks, so they do not overlap.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            ptr.as_ptr(),
+            fresh.cast::<u8>().as_ptr(),
+            old.size().min(new.size()),
+        )
+    };
+    // SAFETY: `ptr`/`old` belong to this domain and are no longer used.
+    unsafe { deallocate(b, ptr, old) };
+    Ok(fresh)
+}
+
+/// The four `Allocator` methods of `$t`, over its byte API `$bytes(self)`.
+macro_rules! allocator_methods {
+    ($bytes:expr) => {
+        #[inline]
+        fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+            allocate(&$bytes(self), layout)
+        }
+
+        #[inline]
+        unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+            // SAFETY: forwarded trait contract.
+            unsafe { deallocate(&$bytes(self), ptr, layout) }
+        }
+
+        #[inline]
+        unsafe fn grow(
+            &self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new: Layout,
+        ) -> Result<NonNull<[u8]>, AllocError> {
+            debug_assert!(new.size() >= old.size(), "grow {old:?} -> {new:?}");
+            // SAFETY: forwarded trait contract.
+            unsafe { resize(&$bytes(self), ptr, old, new) }
+        }
+
+        #[inline]
+        unsafe fn shrink(
+            &self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new: Layout,
+        ) -> Result<NonNull<[u8]>, AllocError> {
+            debug_assert!(new.size() <= old.size(), "shrink {old:?} -> {new:?}");
+            // SAFETY: forwarded trait contract.
+            unsafe { resize(&$bytes(self), ptr, old, new) }
+        }
+    };
+}
+
 // SAFETY: 1. every nonzero block comes from the domain's backend and stays valid until passed
 // back to `deallocate`/`grow`/`shrink` of an allocator on the same domain (equality means same
 // domain, so clones free each other's blocks). 2. Zero-size blocks are dangling, aligned and
 // never reach the backend. 3. Copies share the `'static` domain, so moving an allocator does not
 // invalidate its blocks.
 unsafe impl Allocator for DomainAllocator {
-    #[inline]
-    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let l = AllocationLayout::from(layout);
-        let p = self.domain.try_allocate(l).map_err(|_| AllocError)?;
-        Ok(block(p, l))
-    }
-
-    #[inline]
-    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: `ptr` was allocated by this domain with `layout` (trait contract).
-        unsafe { self.domain.free(owned(ptr, layout), layout.into()) }
-    }
-
-    #[inline]
-    unsafe fn grow(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert!(new.size() >= old.size(), "grow {old:?} -> {new:?}");
-        // SAFETY: forwarded trait contract.
-        unsafe { self.resize(ptr, old, new) }
-    }
-
-    #[inline]
-    unsafe fn shrink(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        debug_assert!(new.size() <= old.size(), "shrink {old:?} -> {new:?}");
-        // SAFETY: forwarded trait contract.
-        unsafe { self.resize(ptr, old, new) }
-    }
+    allocator_methods!(|a: &DomainAllocator| *a);
 }
 
-impl DomainAllocator {
-    /// Resizes in place of the domain when the alignment is unchanged (one logical record);
-    /// otherwise allocate, copy, free.
-    ///
-    /// # Safety
-    /// `ptr` is a block of this domain with layout `old`.
-    unsafe fn resize(
-        &self,
-        ptr: NonNull<u8>,
-        old: Layout,
-        new: Layout,
-    ) -> Result<NonNull<[u8]>, AllocError> {
-        if old.align() == new.align() {
-            let mut p = owned(ptr, old);
-            // SAFETY: `p` is this domain's block with layout `old` (caller contract).
-            unsafe { self.domain.try_reallocate(&mut p, old.into(), new.size()) }
-                .map_err(|_| AllocError)?;
-            return Ok(block(p, new.into()));
-        }
-        let fresh = self.allocate(new)?;
-        // SAFETY: 1. both blocks are valid for `min(old, new)` bytes; 2. they are distinct
-        // live blocks, so they do not overlap.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                ptr.as_ptr(),
-                fresh.cast::<u8>().as_ptr(),
-                old.size().min(new.size()),
-            )
-        };
-        // SAFETY: `ptr`/`old` belong to this domain and are no longer used.
-        unsafe { self.deallocate(ptr, old) };
-        Ok(fresh)
-    }
+// SAFETY: 1. every nonzero block comes from the domain's backend and stays valid until passed
+// back to a free of the same domain (through this handle or any other way: the blocks are the
+// domain's, not the handle's). 2. Zero-size blocks are dangling, aligned and never reach the
+// backend. 3. Moving or dropping the handle leaves its blocks valid: the domain outlives `'d`.
+// The handle is not `Clone`, so there are no copies to agree with.
+unsafe impl Allocator for BoundDomain<'_> {
+    allocator_methods!(Inherent);
 }

@@ -108,6 +108,15 @@ impl DomainCounters {
         })
     }
 
+    /// The sharded counters, `None` in exact mode.
+    #[inline(always)]
+    pub(crate) fn sharded(&self) -> Option<&ShardedCounters> {
+        match &self.0 {
+            Counters::Exact(_) => None,
+            Counters::Sharded(c) => Some(c),
+        }
+    }
+
     /// The mode chosen at construction.
     pub fn mode(&self) -> CounterMode {
         match self.0 {
@@ -117,7 +126,7 @@ impl DomainCounters {
     }
 
     /// Records a successful nonzero allocation of `size` bytes by the calling thread.
-    #[inline]
+    #[inline(always)] // the byte API's hot path
     pub fn on_allocate(&self, size: usize) {
         match &self.0 {
             Counters::Exact(c) => c.on_allocate(size),
@@ -127,7 +136,7 @@ impl DomainCounters {
 
     /// Records a free of a nonzero block of `size` bytes by the calling thread (any thread:
     /// the domain's totals do not depend on which thread allocated it).
-    #[inline]
+    #[inline(always)] // the byte API's hot path
     pub fn on_free(&self, size: usize) {
         match &self.0 {
             Counters::Exact(c) => c.on_free(size),

@@ -39,6 +39,30 @@ pub enum ResizeError {
     },
 }
 
+/// Where a byte-API call charges a success: the domain's counters (through the calling
+/// thread's slot in sharded mode), or a [`BoundDomain`](super::BoundDomain)'s own shard.
+/// Refusals always count in the domain's `failures`.
+pub(crate) trait Charge: Copy {
+    fn on_allocate(self, size: usize);
+    fn on_free(self, size: usize);
+    fn on_resize(self, old: usize, new: usize);
+}
+
+impl Charge for &DomainCounters {
+    #[inline(always)]
+    fn on_allocate(self, size: usize) {
+        DomainCounters::on_allocate(self, size);
+    }
+    #[inline(always)]
+    fn on_free(self, size: usize) {
+        DomainCounters::on_free(self, size);
+    }
+    #[inline(always)]
+    fn on_resize(self, old: usize, new: usize) {
+        DomainCounters::on_resize(self, old, new);
+    }
+}
+
 /// Which allocator runtime frees a block and which budget its bytes count against.
 ///
 /// Process-lifetime: registered domains live in a `static` registry and are never removed.
@@ -137,6 +161,11 @@ impl AllocationDomain {
         self.counters.mode()
     }
 
+    /// The counters (for a [`BoundDomain`](super::BoundDomain)'s shard and fallback).
+    pub(crate) fn counters(&self) -> &DomainCounters {
+        &self.counters
+    }
+
     /// The current figures with their validity (samples while other threads allocate, exact at
     /// quiescence; [`MemoryUsage`] says what high-water means in each [`CounterMode`]).
     pub fn usage(&self) -> MemoryUsage {
@@ -166,6 +195,16 @@ impl AllocationDomain {
         &self,
         layout: AllocationLayout,
     ) -> Result<Option<NonNull<u8>>, AllocFailed> {
+        self.allocate_charged(layout, &self.counters)
+    }
+
+    /// [`try_allocate`](Self::try_allocate), charging the figures to `charge`.
+    #[inline(always)]
+    pub(crate) fn allocate_charged(
+        &self,
+        layout: AllocationLayout,
+        charge: impl Charge,
+    ) -> Result<Option<NonNull<u8>>, AllocFailed> {
         if layout.size() == 0 {
             return Ok(None);
         }
@@ -175,7 +214,7 @@ impl AllocationDomain {
             Some(p) => {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(p, layout, self);
-                self.counters.on_allocate(layout.size());
+                charge.on_allocate(layout.size());
                 #[cfg(feature = "capture")]
                 if let Some(c) = self.observer.get() {
                     c.on_allocate(self, p.as_ptr().addr(), layout.size(), layout.align());
@@ -202,6 +241,21 @@ impl AllocationDomain {
     /// is touched.
     #[inline(always)] // the byte API is the hot path: inline into every caller
     pub unsafe fn free(&self, ptr: Option<NonNull<u8>>, layout: AllocationLayout) {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.free_charged(ptr, layout, &self.counters) }
+    }
+
+    /// [`free`](Self::free), charging the figures to `charge`.
+    ///
+    /// # Safety
+    /// As for [`free`](Self::free).
+    #[inline(always)]
+    pub(crate) unsafe fn free_charged(
+        &self,
+        ptr: Option<NonNull<u8>>,
+        layout: AllocationLayout,
+        charge: impl Charge,
+    ) {
         let Some(p) = ptr else { return };
         if layout.size() == 0 {
             debug_assert!(false, "non-null free of a zero-size layout {layout:?}");
@@ -214,7 +268,7 @@ impl AllocationDomain {
         if let Some(c) = self.observer.get() {
             c.on_free(self, p.as_ptr().addr(), layout.size(), layout.align());
         }
-        self.counters.on_free(layout.size());
+        charge.on_free(layout.size());
         // SAFETY: `p`/`layout` came from this domain's backend and are dead (caller contract).
         unsafe { self.backend.dealloc(p.as_ptr(), layout) }
     }
@@ -239,6 +293,24 @@ impl AllocationDomain {
         old: AllocationLayout,
         new_size: usize,
     ) -> Result<(), ResizeError> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.reallocate_charged(ptr, old, new_size, &self.counters) }
+    }
+
+    /// [`try_reallocate`](Self::try_reallocate), charging the figures to `charge`.
+    ///
+    /// # Errors
+    /// As [`try_reallocate`](Self::try_reallocate).
+    ///
+    /// # Safety
+    /// As for [`try_reallocate`](Self::try_reallocate).
+    pub(crate) unsafe fn reallocate_charged(
+        &self,
+        ptr: &mut Option<NonNull<u8>>,
+        old: AllocationLayout,
+        new_size: usize,
+        charge: impl Charge,
+    ) -> Result<(), ResizeError> {
         let new = old.with_size(new_size)?;
         let Some(p) = *ptr else {
             if old.size() != 0 {
@@ -246,17 +318,17 @@ impl AllocationDomain {
                     old_size: old.size(),
                 });
             }
-            *ptr = self.try_allocate(new)?;
+            *ptr = self.allocate_charged(new, charge)?;
             return Ok(());
         };
         if old.size() == 0 {
             debug_assert!(false, "non-null block with zero-size layout {old:?}");
-            *ptr = self.try_allocate(new)?;
+            *ptr = self.allocate_charged(new, charge)?;
             return Ok(());
         }
         if new_size == 0 {
             // SAFETY: forwarded caller contract.
-            unsafe { self.free(Some(p), old) };
+            unsafe { self.free_charged(Some(p), old, charge) };
             *ptr = None;
             return Ok(());
         }
@@ -277,7 +349,7 @@ impl AllocationDomain {
             Some(q) => {
                 #[cfg(all(feature = "validation", not(loom)))]
                 super::ledger::PROCESS.record(q, new, self);
-                self.counters.on_resize(old.size(), new_size);
+                charge.on_resize(old.size(), new_size);
                 #[cfg(feature = "capture")]
                 if let Some((c, seq)) = capture {
                     let q = q.as_ptr().addr();

@@ -6,7 +6,10 @@
 //!   thread slot or exact ([`CounterMode`]), the
 //!   byte API (`try_allocate` / `free` / `try_reallocate`); the core domain is built in, named
 //!   domains live in a bounded process registry ([`DomainRegistry`]).
-//! * [`DomainAllocator`] — `allocator_api2::alloc::Allocator` charging a domain.
+//! * [`BoundDomain`] — a domain handle holding a counter shard of its own: the byte API without
+//!   the per-call search for the thread's shard, for allocation-heavy loops.
+//! * [`DomainAllocator`] — `allocator_api2::alloc::Allocator` charging a domain (a
+//!   [`BoundDomain`] is one too).
 //! * [`LinearArena`] / [`ScratchScope`] — bump allocation over caller bytes with lexical
 //!   rewind, enforced by the borrow checker.
 //! * [`ActivityCapture`] (feature `capture`) — bounded, preallocated allocation/free/resize
@@ -18,6 +21,7 @@
 mod adapter;
 mod arena;
 mod backend;
+mod bound;
 #[cfg(feature = "capture")]
 mod capture;
 mod counters;
@@ -38,6 +42,7 @@ mod tag;
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
+pub use bound::{BindError, BoundDomain};
 #[cfg(feature = "capture")]
 pub use capture::{
     ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,

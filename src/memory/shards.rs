@@ -205,6 +205,56 @@ fn add_shared(c: &AtomicU64, n: u64, order: crate::sync::Ordering) -> bool {
     c.fetch_add(n, order).checked_add(n).is_none()
 }
 
+/// The writer of one shard: its updates are plain loads and stores, so at most one thread may
+/// use a shard's writer at a time: the holder of the shard's slot (a [`SlotLease`], held by a
+/// thread in `tls` or by a [`BoundDomain`](super::BoundDomain)). A second writer at the same time
+/// would lose updates (wrong figures, never undefined behaviour: every field is an atomic).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShardWriter<'a> {
+    shard: &'a Shard,
+    /// The domain's sticky flag, set when one of the shard's byte figures wraps.
+    invalid: &'a AtomicBool,
+}
+
+impl ShardWriter<'_> {
+    #[inline(always)]
+    fn check(self, wrapped: bool) {
+        if wrapped {
+            invalidate(self.invalid);
+        }
+    }
+
+    /// Records an allocation of `size` bytes.
+    #[inline(always)]
+    pub(crate) fn on_allocate(self, size: usize) {
+        let s = self.shard;
+        self.check(s.grow(size as u64, &s.allocations));
+    }
+
+    /// Records a free of `size` bytes.
+    #[inline(always)]
+    pub(crate) fn on_free(self, size: usize) {
+        let s = self.shard;
+        self.check(s.shrink(size as u64, &s.frees, Release));
+    }
+
+    /// Records a resize `old -> new`.
+    #[inline]
+    pub(crate) fn on_resize(self, old: usize, new: usize) {
+        let s = self.shard;
+        self.check(if new >= old {
+            s.grow((new - old) as u64, &s.reallocations)
+        } else {
+            s.shrink((old - new) as u64, &s.reallocations, Relaxed)
+        });
+    }
+}
+
+#[cold]
+fn invalidate(flag: &AtomicBool) {
+    flag.store(true, Relaxed);
+}
+
 /// Injected start figures (near-limit tests), constant after construction.
 #[derive(Debug, Clone, Copy)]
 struct Base {
@@ -290,9 +340,8 @@ impl ShardedCounters {
         c
     }
 
-    #[cold]
     fn invalidate(&self) {
-        self.invalid.store(true, Relaxed);
+        invalidate(&self.invalid);
     }
 
     #[inline(always)]
@@ -302,48 +351,51 @@ impl ShardedCounters {
         }
     }
 
+    /// The writer of slot `slot`'s shard; `None` for `THREAD_SLOTS` or more (the shared one).
+    /// Only the slot's holder may use it (see [`ShardWriter`]).
+    #[inline(always)]
+    pub(crate) fn writer(&self, slot: usize) -> Option<ShardWriter<'_>> {
+        self.shards.get(slot).map(|shard| ShardWriter {
+            shard,
+            invalid: &self.invalid,
+        })
+    }
+
     /// Records an allocation of `size` bytes on slot `slot` (`THREAD_SLOTS` or more: shared).
     #[inline(always)]
     pub(crate) fn on_allocate_at(&self, slot: usize, size: usize) {
-        let w = match self.shards.get(slot) {
-            Some(s) => s.grow(size as u64, &s.allocations),
-            None => {
+        match self.writer(slot) {
+            Some(w) => w.on_allocate(size),
+            None => self.check(
                 add_shared(&self.shared.allocated, size as u64, Relaxed)
-                    | add_shared(&self.shared.allocations, 1, Relaxed)
-            }
-        };
-        self.check(w);
+                    | add_shared(&self.shared.allocations, 1, Relaxed),
+            ),
+        }
     }
 
     /// Records a free of `size` bytes on slot `slot`.
     #[inline(always)]
     pub(crate) fn on_free_at(&self, slot: usize, size: usize) {
-        let w = match self.shards.get(slot) {
-            Some(s) => s.shrink(size as u64, &s.frees, Release),
-            None => {
+        match self.writer(slot) {
+            Some(w) => w.on_free(size),
+            None => self.check(
                 add_shared(&self.shared.freed, size as u64, Release)
-                    | add_shared(&self.shared.frees, 1, Release)
-            }
-        };
-        self.check(w);
+                    | add_shared(&self.shared.frees, 1, Release),
+            ),
+        }
     }
 
     /// Records a resize `old -> new` on slot `slot`.
     #[inline]
     pub(crate) fn on_resize_at(&self, slot: usize, old: usize, new: usize) {
-        let w = match (self.shards.get(slot), new >= old) {
-            (Some(s), true) => s.grow((new - old) as u64, &s.reallocations),
-            (Some(s), false) => s.shrink((old - new) as u64, &s.reallocations, Relaxed),
-            (None, grows) => {
-                let w = if grows {
-                    add_shared(&self.shared.allocated, (new - old) as u64, Relaxed)
-                } else {
-                    add_shared(&self.shared.freed, (old - new) as u64, Release)
-                };
-                w | add_shared(&self.shared.reallocations, 1, Relaxed)
-            }
+        if let Some(w) = self.writer(slot) {
+            return w.on_resize(old, new);
+        }
+        let w = match new >= old {
+            true => add_shared(&self.shared.allocated, (new - old) as u64, Relaxed),
+            false => add_shared(&self.shared.freed, (old - new) as u64, Release),
         };
-        self.check(w);
+        self.check(w | add_shared(&self.shared.reallocations, 1, Relaxed));
     }
 
     /// Records a refused request (rare: always the shared RMW).
@@ -430,6 +482,13 @@ pub(crate) fn current_slot() -> usize {
     }
 }
 
+/// The process's thread-slot registry: threads lease from it on their first update, and so
+/// does every [`BoundDomain`](super::BoundDomain).
+#[cfg(not(loom))]
+pub(crate) fn process_slots() -> &'static ThreadSlots {
+    &tls::PROCESS
+}
+
 /// Under loom there is no process registry: unleased updates use the shared shard.
 #[cfg(loom)]
 #[inline(always)]
@@ -446,7 +505,7 @@ mod tls {
     /// Not yet asked for a slot.
     const UNCLAIMED: usize = usize::MAX;
 
-    static PROCESS: ThreadSlots = ThreadSlots::new();
+    pub(super) static PROCESS: ThreadSlots = ThreadSlots::new();
 
     /// Holds the thread's lease; its destructor (at thread exit) hands the slot back.
     struct Holder(Cell<Option<SlotLease<'static>>>);

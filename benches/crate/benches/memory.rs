@@ -1,21 +1,30 @@
 //! Memory workloads of seed 001 §15.2, each a criterion group whose function ids are contenders:
 //! `ludus_system` / `ludus_mimalloc` (a domain with sharded counters over that backend),
-//! `ludus_exact_system` / `ludus_exact_mimalloc` (the same with exact counters), `raw_system` /
+//! `ludus_exact_system` / `ludus_exact_mimalloc` (the same with exact counters),
+//! `ludus_bound_system` / `ludus_bound_mimalloc` (a sharded domain through a `BoundDomain`
+//! handle; single-thread workloads only), `raw_system` /
 //! `raw_mimalloc` (the same backend called directly, no accounting), and for transient batches
 //! `ludus_arena` vs `bumpalo`, `vec_reuse` and `heap`. Seeds are fixed; payload bytes are touched
 //! and checksummed so no work can be optimized away.
 //!
 //! Thread scaling runs 1 and 2 threads (the measurement machine has 2 cores).
+//!
+//! `LUDUS_MEMORY_INTERLEAVED=ROUNDS cargo bench -p ludus-benches --bench memory [--features
+//! mimalloc]` runs the accounting gate's workloads interleaved instead (see [`interleaved`]):
+//! on a shared machine, separate criterion groups land in different phases and their medians
+//! cannot resolve a few percent.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::mpsc;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ludus::memory::{AllocationDomain, AllocationLayout, Backend, CounterMode, LinearArena};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use ludus::memory::{
+    AllocationDomain, AllocationLayout, Backend, BoundDomain, CounterMode, LinearArena,
+};
 
 /// One way to get and return bytes.
-trait Heap: Sync {
+trait Heap {
     fn alloc(&self, l: Layout) -> *mut u8;
     /// # Safety
     /// `p` came from `alloc` with `l`.
@@ -26,6 +35,28 @@ trait Heap: Sync {
 struct Domain(&'static AllocationDomain);
 
 impl Heap for Domain {
+    #[inline]
+    fn alloc(&self, l: Layout) -> *mut u8 {
+        match self.0.try_allocate(AllocationLayout::from(l)) {
+            Ok(Some(p)) => p.as_ptr(),
+            _ => std::ptr::null_mut(),
+        }
+    }
+    #[inline]
+    unsafe fn free(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.0
+                .free(std::ptr::NonNull::new(p), AllocationLayout::from(l))
+        }
+    }
+}
+
+/// A ludus domain through a handle holding its own counter shard (single-thread workloads:
+/// the handle is not `Sync`).
+struct Bound(BoundDomain<'static>);
+
+impl Heap for Bound {
     #[inline]
     fn alloc(&self, l: Layout) -> *mut u8 {
         match self.0.try_allocate(AllocationLayout::from(l)) {
@@ -66,9 +97,9 @@ fn domain(backend: Backend, mode: CounterMode) -> &'static AllocationDomain {
 }
 
 /// The contenders of every general-allocation workload.
-fn heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
+fn heaps() -> Vec<(&'static str, Box<dyn Heap + Sync>)> {
     #[allow(unused_mut)]
-    let mut v: Vec<(&'static str, Box<dyn Heap>)> = vec![
+    let mut v: Vec<(&'static str, Box<dyn Heap + Sync>)> = vec![
         (
             "ludus_system",
             Box::new(Domain(domain(Backend::System, CounterMode::Sharded))),
@@ -91,6 +122,33 @@ fn heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
         ));
         v.push(("raw_mimalloc", Box::new(Raw(mimalloc::MiMalloc))));
     }
+    v
+}
+
+/// The contenders of the single-thread workloads: every one of [`heaps`], and a
+/// [`BoundDomain`] per backend (`ludus_bound_*`, sharded counters).
+fn single_heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
+    let mut v: Vec<(&'static str, Box<dyn Heap>)> = Vec::new();
+    for (name, h) in heaps() {
+        v.push((name, h));
+    }
+    v.push((
+        "ludus_bound_system",
+        Box::new(Bound(
+            domain(Backend::System, CounterMode::Sharded)
+                .bind()
+                .unwrap(),
+        )),
+    ));
+    #[cfg(feature = "mimalloc")]
+    v.push((
+        "ludus_bound_mimalloc",
+        Box::new(Bound(
+            domain(Backend::Mimalloc, CounterMode::Sharded)
+                .bind()
+                .unwrap(),
+        )),
+    ));
     v
 }
 
@@ -130,7 +188,11 @@ const SMALL_SIZES: [usize; 6] = [8, 16, 48, 64, 96, 256];
 
 /// Many small blocks: a retained set of `n` blocks around cache-line sizes, touched, freed in
 /// shuffled order.
-fn small_blocks(h: &dyn Heap, blocks: &mut Vec<(*mut u8, Layout)>, order: &[usize]) -> u64 {
+fn small_blocks<H: Heap + ?Sized>(
+    h: &H,
+    blocks: &mut Vec<(*mut u8, Layout)>,
+    order: &[usize],
+) -> u64 {
     let mut sum = 0;
     for i in 0..order.len() {
         let l = Layout::from_size_align(SMALL_SIZES[i % SMALL_SIZES.len()], 8).unwrap();
@@ -152,7 +214,7 @@ fn bench_small_blocks(c: &mut Criterion) {
     let order = shuffled(n, 0x5EED);
     let mut g = c.benchmark_group("small_blocks");
     g.throughput(Throughput::Elements(n as u64));
-    for (name, h) in heaps() {
+    for (name, h) in single_heaps() {
         let mut blocks = Vec::with_capacity(n);
         g.bench_function(name, |b| b.iter(|| small_blocks(&*h, &mut blocks, &order)));
     }
@@ -161,7 +223,11 @@ fn bench_small_blocks(c: &mut Criterion) {
 
 /// Mixed sizes and lifetimes: 512 long-lived anchors replaced at random (log-uniform sizes up to
 /// 8 KiB) plus a transient burst of 64 blocks every 256 steps.
-fn mixed(h: &dyn Heap, slots: &mut [(*mut u8, Layout)], burst: &mut Vec<(*mut u8, Layout)>) -> u64 {
+fn mixed<H: Heap + ?Sized>(
+    h: &H,
+    slots: &mut [(*mut u8, Layout)],
+    burst: &mut Vec<(*mut u8, Layout)>,
+) -> u64 {
     let mut rng = Rng(0xD1CE);
     let mut sum = 0;
     let size = |rng: &mut Rng| 16usize << rng.below(10);
@@ -201,7 +267,7 @@ fn mixed(h: &dyn Heap, slots: &mut [(*mut u8, Layout)], burst: &mut Vec<(*mut u8
 
 fn bench_mixed(c: &mut Criterion) {
     let mut g = c.benchmark_group("mixed_lifetimes");
-    for (name, h) in heaps() {
+    for (name, h) in single_heaps() {
         let mut slots = vec![(std::ptr::null_mut(), Layout::new::<u8>()); 512];
         let mut burst = Vec::with_capacity(64);
         g.bench_function(name, |b| b.iter(|| mixed(&*h, &mut slots, &mut burst)));
@@ -227,7 +293,7 @@ fn bench_large(c: &mut Criterion) {
     let l = Layout::from_size_align(4 << 20, 4096).unwrap();
     for (group, touched) in [("large_touched", true), ("large_untouched", false)] {
         let mut g = c.benchmark_group(group);
-        for (name, h) in heaps() {
+        for (name, h) in single_heaps() {
             g.bench_function(name, |b| {
                 b.iter(|| {
                     let p = h.alloc(l);
@@ -417,7 +483,7 @@ fn bench_accounting(c: &mut Criterion) {
     let l = Layout::from_size_align(64, 8).unwrap();
     let mut g = c.benchmark_group("alloc_free_64");
     g.throughput(Throughput::Elements(1));
-    for (name, h) in heaps() {
+    for (name, h) in single_heaps() {
         g.bench_with_input(BenchmarkId::from_parameter(name), &l, |b, &l| {
             b.iter(|| {
                 let p = h.alloc(black_box(l));
@@ -492,6 +558,133 @@ fn bench_counters(c: &mut Criterion) {
     g.finish();
 }
 
+/// `LUDUS_MEMORY_INTERLEAVED=ROUNDS`: instead of criterion, the accounting gate's workloads
+/// (bare pair, small blocks, mixed lifetimes) run interleaved: every contender warms up, then
+/// each of `ROUNDS` rounds times one ~2 ms sample of every contender, in an order rotated per
+/// round, so a phase of the shared machine hits all contenders alike. Prints a markdown table:
+/// the median time per workload run and, per ludus contender, the median over rounds of its
+/// ratio to the raw backend it wraps (the sample taken in the same round).
+fn interleaved(rounds: usize) {
+    use std::time::{Duration, Instant};
+    type Run<'a> = Box<dyn FnMut() -> u64 + 'a>;
+    let n = 4096;
+    let order = shuffled(n, 0x5EED);
+    println!("| workload | contender | median per run | ÷ raw, median of rounds | min..max of round ratios |");
+    println!("| --- | --- | ---: | ---: | ---: |");
+    for workload in ["alloc_free_64 (x1000)", "small_blocks", "mixed_lifetimes"] {
+        /// One contender's workload run, monomorphized: the byte API inlines into the loop
+        /// as it does in an engine (`try_allocate` and `free` are `#[inline(always)]`).
+        fn run<'a, H: Heap + 'a>(workload: &str, h: H, order: &'a [usize]) -> Run<'a> {
+            let pair = Layout::from_size_align(64, 8).unwrap();
+            match workload {
+                "small_blocks" => {
+                    let mut blocks = Vec::with_capacity(order.len());
+                    Box::new(move || small_blocks(&h, &mut blocks, order))
+                }
+                "mixed_lifetimes" => {
+                    let mut slots = vec![(std::ptr::null_mut(), Layout::new::<u8>()); 512];
+                    let mut burst = Vec::with_capacity(64);
+                    Box::new(move || mixed(&h, &mut slots, &mut burst))
+                }
+                _ => Box::new(move || {
+                    let mut sum = 0u64;
+                    for _ in 0..1000 {
+                        let p = h.alloc(black_box(pair));
+                        sum += p.addr() as u64 & 1;
+                        // SAFETY: freed once with its layout.
+                        unsafe { h.free(black_box(p), pair) };
+                    }
+                    sum
+                }),
+            }
+        }
+        let order = &order;
+        let sharded = |b| Domain(domain(b, CounterMode::Sharded));
+        let bound = |b| Bound(domain(b, CounterMode::Sharded).bind().unwrap());
+        #[allow(unused_mut)]
+        let mut runs: Vec<(&str, Run<'_>)> = vec![
+            ("raw_system", run(workload, Raw(System), order)),
+            (
+                "ludus_system",
+                run(workload, sharded(Backend::System), order),
+            ),
+            (
+                "ludus_bound_system",
+                run(workload, bound(Backend::System), order),
+            ),
+        ];
+        #[cfg(feature = "mimalloc")]
+        runs.extend([
+            (
+                "raw_mimalloc",
+                run(workload, Raw(mimalloc::MiMalloc), order),
+            ),
+            (
+                "ludus_mimalloc",
+                run(workload, sharded(Backend::Mimalloc), order),
+            ),
+            (
+                "ludus_bound_mimalloc",
+                run(workload, bound(Backend::Mimalloc), order),
+            ),
+        ]);
+        // Warm-up, and the iterations that make a ~2 ms sample.
+        let mut iters = Vec::new();
+        for (_, run) in &mut runs {
+            let t = Instant::now();
+            let mut k = 0u64;
+            while t.elapsed() < Duration::from_millis(300) {
+                black_box(run());
+                k += 1;
+            }
+            iters.push(((k as f64 * 2.0 / 300.0).ceil() as u64).max(1));
+        }
+        let mut times = vec![Vec::with_capacity(rounds); runs.len()];
+        for r in 0..rounds {
+            for j in 0..runs.len() {
+                let i = (j + r) % runs.len();
+                let t = Instant::now();
+                for _ in 0..iters[i] {
+                    black_box(runs[i].1());
+                }
+                times[i].push(t.elapsed().as_secs_f64() / iters[i] as f64);
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let names: Vec<&str> = runs.iter().map(|r| r.0).collect();
+        for (i, name) in names.iter().enumerate() {
+            let raw = if name.ends_with("mimalloc") {
+                "raw_mimalloc"
+            } else {
+                "raw_system"
+            };
+            let ratio = names
+                .iter()
+                .position(|n| *n == raw)
+                .filter(|_| name.starts_with("ludus"));
+            let cell = match ratio {
+                Some(k) => {
+                    let mut r: Vec<f64> = (0..rounds).map(|x| times[i][x] / times[k][x]).collect();
+                    let (lo, hi) = (
+                        r.iter().copied().fold(f64::INFINITY, f64::min),
+                        r.iter().copied().fold(0.0, f64::max),
+                    );
+                    format!("{:.3}× | {lo:.2}..{hi:.2}", median(&mut r))
+                }
+                None => "— | —".to_string(),
+            };
+            let mut t = times[i].clone();
+            println!(
+                "| {workload} | {name} | {:.2} µs | {cell} |",
+                median(&mut t) * 1e6
+            );
+        }
+    }
+}
+
 criterion_group!(
     benches,
     bench_counters,
@@ -504,4 +697,13 @@ criterion_group!(
     bench_transient,
     bench_accounting
 );
-criterion_main!(benches);
+fn main() {
+    if let Some(rounds) = std::env::var("LUDUS_MEMORY_INTERLEAVED")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
+        return interleaved(rounds);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use ludus::memory::{AllocationDomain, AllocationLayout, LinearArena};
+use ludus::memory::{AllocationDomain, AllocationLayout, BoundDomain, LinearArena};
 
 const N: usize = 64;
 
@@ -46,6 +46,26 @@ fn warm_slot() -> &'static AllocationDomain {
 #[bench::warm(setup = warm_slot)]
 fn domain_alloc_free_warm(d: &'static AllocationDomain) -> usize {
     pairs(d)
+}
+
+/// The core domain bound to a shard of its own, outside the count.
+fn bound() -> BoundDomain<'static> {
+    AllocationDomain::core().bind().unwrap()
+}
+
+// The same pairs through a handle that holds its own shard (no per-call shard search).
+#[library_benchmark]
+#[bench::warm(setup = bound)]
+fn bound_alloc_free(b: BoundDomain<'static>) -> usize {
+    let l = AllocationLayout::new(64, 8).unwrap();
+    let mut sum = 0;
+    for _ in 0..N {
+        let p = b.try_allocate(black_box(l)).unwrap();
+        sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
+        // SAFETY: `p` came from `b`'s domain with `l`.
+        unsafe { b.free(black_box(p), l) };
+    }
+    sum
 }
 
 #[library_benchmark]
@@ -89,7 +109,7 @@ fn bumpalo_alloc_256() -> u64 {
 
 library_benchmark_group!(
     name = domain;
-    benchmarks = domain_alloc_free, domain_alloc_free_warm, raw_alloc_free
+    benchmarks = domain_alloc_free, domain_alloc_free_warm, bound_alloc_free, raw_alloc_free
 );
 
 library_benchmark_group!(
