@@ -161,7 +161,7 @@ impl AllocationDomain {
         self.counters.mode()
     }
 
-    /// The counters (for a [`BoundDomain`](super::BoundDomain)'s shard and fallback).
+    /// The counters (a [`BoundDomain`](super::BoundDomain) takes its shard from them).
     pub(crate) fn counters(&self) -> &DomainCounters {
         &self.counters
     }
