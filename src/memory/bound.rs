@@ -49,6 +49,16 @@ use super::shards::{ShardWriter, SlotLease, ThreadSlots};
 /// unsafe { d.free(p, l) };
 /// assert_eq!(d.usage().live_bytes, 0);
 /// ```
+///
+/// A handle may move to another thread, but not be shared between threads:
+/// ```
+/// fn moves<T: Send>(_: T) {}
+/// moves(ludus::memory::AllocationDomain::core().bind().unwrap());
+/// ```
+/// ```compile_fail
+/// fn shared<T: Sync>(_: &T) {}
+/// shared(&ludus::memory::AllocationDomain::core().bind().unwrap()); // not `Sync`
+/// ```
 #[derive(Debug)]
 pub struct BoundDomain<'d> {
     domain: &'d AllocationDomain,
