@@ -3,12 +3,14 @@
 //! One backend is chosen at build time for every registered domain ([`Backend::BUILD`]):
 //! the system allocator by default, mimalloc with the `mimalloc` feature. Under Miri the
 //! mimalloc backend routes to the system allocator (Miri cannot run C).
-//! [`Backend::Failing`] exists only to build separate test domains; the registry never hands it
-//! out.
+//! `Backend::Failing` exists only to build separate test domains, with the `test-hooks` feature
+//! (the crate's own tests turn it on): production builds do not carry its branch on every
+//! allocation. The registry never hands it out.
 
 use core::alloc::GlobalAlloc;
 use std::alloc::System;
 
+#[cfg(feature = "test-hooks")]
 use super::failure::FailureInjector;
 use super::layout::AllocationLayout;
 
@@ -21,7 +23,9 @@ pub enum Backend {
     /// mimalloc, called through its `GlobalAlloc` methods (feature `mimalloc`).
     #[cfg(feature = "mimalloc")]
     Mimalloc,
-    /// Test facility: the system allocator, except that the injector may refuse a request.
+    /// Test facility (feature `test-hooks`): the system allocator, except that the injector may
+    /// refuse a request.
+    #[cfg(feature = "test-hooks")]
     Failing(&'static FailureInjector),
 }
 
@@ -39,6 +43,7 @@ impl Backend {
             Backend::System => "system",
             #[cfg(feature = "mimalloc")]
             Backend::Mimalloc => "mimalloc",
+            #[cfg(feature = "test-hooks")]
             Backend::Failing(_) => "failing",
         }
     }
@@ -57,6 +62,7 @@ impl Backend {
             // SAFETY: nonzero size (caller contract).
             #[cfg(feature = "mimalloc")]
             Backend::Mimalloc => unsafe { mimalloc_impl::alloc(l) },
+            #[cfg(feature = "test-hooks")]
             Backend::Failing(inj) => {
                 if inj.should_fail() {
                     core::ptr::null_mut()
@@ -78,7 +84,10 @@ impl Backend {
         let l = layout.to_layout();
         match self {
             // SAFETY: ptr/layout pair came from `System` (caller contract).
-            Backend::System | Backend::Failing(_) => unsafe { System.dealloc(ptr, l) },
+            Backend::System => unsafe { System.dealloc(ptr, l) },
+            // SAFETY: as above: a failing backend's blocks come from `System`.
+            #[cfg(feature = "test-hooks")]
+            Backend::Failing(_) => unsafe { System.dealloc(ptr, l) },
             // SAFETY: ptr/layout pair came from this backend (caller contract).
             #[cfg(feature = "mimalloc")]
             Backend::Mimalloc => unsafe { mimalloc_impl::dealloc(ptr, l) },
@@ -109,6 +118,7 @@ impl Backend {
             // SAFETY: as above.
             #[cfg(feature = "mimalloc")]
             Backend::Mimalloc => unsafe { mimalloc_impl::realloc(ptr, l, new_size) },
+            #[cfg(feature = "test-hooks")]
             Backend::Failing(inj) => {
                 if inj.should_fail() {
                     core::ptr::null_mut()

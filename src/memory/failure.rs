@@ -1,4 +1,4 @@
-//! Failure injection for tests: refuse the k-th backend request.
+//! Failure injection for tests (feature `test-hooks`): refuse the k-th backend request.
 //!
 //! A test facility, never a production switch: it only takes effect in a domain explicitly built
 //! with [`Backend::Failing`](super::Backend::Failing) via

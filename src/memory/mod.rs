@@ -26,6 +26,7 @@ mod bound;
 mod capture;
 mod counters;
 mod domain;
+#[cfg(feature = "test-hooks")]
 mod failure;
 mod gauges;
 mod layout;
@@ -50,6 +51,7 @@ pub use capture::{
 };
 pub use counters::{CounterMode, DomainCounters, MemoryUsage};
 pub use domain::{AllocFailed, AllocationDomain, ResizeError};
+#[cfg(feature = "test-hooks")]
 pub use failure::FailureInjector;
 #[cfg(not(loom))]
 pub use gauges::gauges_json;
