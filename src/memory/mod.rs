@@ -12,7 +12,14 @@
 //!   [`BoundDomain`] is one too).
 //! * [`LinearArena`] / [`ScratchScope`] — bump allocation over caller bytes with lexical
 //!   rewind, enforced by the borrow checker.
-//! * [`ActivityCapture`] (feature `capture`) — bounded, preallocated allocation/free/resize
+#![cfg_attr(
+    feature = "capture",
+    doc = " * [`ActivityCapture`] (feature `capture`) — bounded, preallocated allocation/free/resize"
+)]
+#![cfg_attr(
+    not(feature = "capture"),
+    doc = " * `ActivityCapture` (feature `capture`) — bounded, preallocated allocation/free/resize"
+)]
 //!   records of chosen domains between two quiescent boundaries, with sticky coverage loss.
 //! * [`gauges_json`] — a JSON snapshot of every domain for profilers.
 //!
