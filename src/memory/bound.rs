@@ -24,7 +24,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use super::counters::MemoryUsage;
-use super::domain::{AllocFailed, AllocationDomain, Charge, ResizeError};
+use super::domain::{AllocFailed, AllocationDomain, ResizeError};
 use super::layout::AllocationLayout;
 use super::shards::{ShardWriter, SlotLease, ThreadSlots};
 
@@ -79,21 +79,6 @@ pub enum BindError {
     /// Every one of the process's thread slots is held by a thread or another handle.
     #[error("every thread slot is leased")]
     NoFreeSlot,
-}
-
-impl Charge for ShardWriter<'_> {
-    #[inline(always)]
-    fn on_allocate(self, size: usize) {
-        ShardWriter::on_allocate(self, size);
-    }
-    #[inline(always)]
-    fn on_free(self, size: usize) {
-        ShardWriter::on_free(self, size);
-    }
-    #[inline(always)]
-    fn on_resize(self, old: usize, new: usize) {
-        ShardWriter::on_resize(self, old, new);
-    }
 }
 
 impl AllocationDomain {
@@ -191,6 +176,7 @@ impl<'d> BoundDomain<'d> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::memory::domain::Charge as _;
     use crate::memory::{Backend, CounterMode, THREAD_SLOTS};
 
     fn domain(mode: CounterMode) -> AllocationDomain {

@@ -32,6 +32,7 @@
 //! their allocator's (a producer's shard only ever rises).
 
 use super::counters::MemoryUsage;
+use super::domain::Charge;
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 /// Thread slots, and so shards per domain. Threads beyond it share one RMW shard.
@@ -223,24 +224,23 @@ impl ShardWriter<'_> {
             invalidate(self.invalid);
         }
     }
+}
 
-    /// Records an allocation of `size` bytes.
+impl Charge for ShardWriter<'_> {
     #[inline(always)]
-    pub(crate) fn on_allocate(self, size: usize) {
+    fn on_allocate(self, size: usize) {
         let s = self.shard;
         self.check(s.grow(size as u64, &s.allocations));
     }
 
-    /// Records a free of `size` bytes.
     #[inline(always)]
-    pub(crate) fn on_free(self, size: usize) {
+    fn on_free(self, size: usize) {
         let s = self.shard;
         self.check(s.shrink(size as u64, &s.frees, Release));
     }
 
-    /// Records a resize `old -> new`.
     #[inline]
-    pub(crate) fn on_resize(self, old: usize, new: usize) {
+    fn on_resize(self, old: usize, new: usize) {
         let s = self.shard;
         self.check(if new >= old {
             s.grow((new - old) as u64, &s.reallocations)

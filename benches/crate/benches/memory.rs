@@ -34,45 +34,34 @@ trait Heap {
 /// A ludus domain (counters on).
 struct Domain(&'static AllocationDomain);
 
-impl Heap for Domain {
-    #[inline]
-    fn alloc(&self, l: Layout) -> *mut u8 {
-        match self.0.try_allocate(AllocationLayout::from(l)) {
-            Ok(Some(p)) => p.as_ptr(),
-            _ => std::ptr::null_mut(),
-        }
-    }
-    #[inline]
-    unsafe fn free(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe {
-            self.0
-                .free(std::ptr::NonNull::new(p), AllocationLayout::from(l))
-        }
-    }
-}
-
 /// A ludus domain through a handle holding its own counter shard (single-thread workloads:
 /// the handle is not `Sync`).
 struct Bound(BoundDomain<'static>);
 
-impl Heap for Bound {
-    #[inline]
-    fn alloc(&self, l: Layout) -> *mut u8 {
-        match self.0.try_allocate(AllocationLayout::from(l)) {
-            Ok(Some(p)) => p.as_ptr(),
-            _ => std::ptr::null_mut(),
+/// `Heap` over ludus's byte API, which the domain and a bound handle share.
+macro_rules! ludus_heap {
+    ($($t:ty),*) => {$(
+        impl Heap for $t {
+            #[inline]
+            fn alloc(&self, l: Layout) -> *mut u8 {
+                match self.0.try_allocate(AllocationLayout::from(l)) {
+                    Ok(Some(p)) => p.as_ptr(),
+                    _ => std::ptr::null_mut(),
+                }
+            }
+            #[inline]
+            unsafe fn free(&self, p: *mut u8, l: Layout) {
+                // SAFETY: forwarded contract.
+                unsafe {
+                    self.0
+                        .free(std::ptr::NonNull::new(p), AllocationLayout::from(l))
+                }
+            }
         }
-    }
-    #[inline]
-    unsafe fn free(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded contract.
-        unsafe {
-            self.0
-                .free(std::ptr::NonNull::new(p), AllocationLayout::from(l))
-        }
-    }
+    )*};
 }
+
+ludus_heap!(Domain, Bound);
 
 /// A backend called directly (counters off).
 struct Raw<G: GlobalAlloc + Sync>(G);
@@ -132,23 +121,14 @@ fn single_heaps() -> Vec<(&'static str, Box<dyn Heap>)> {
     for (name, h) in heaps() {
         v.push((name, h));
     }
-    v.push((
-        "ludus_bound_system",
-        Box::new(Bound(
-            domain(Backend::System, CounterMode::Sharded)
-                .bind()
-                .unwrap(),
-        )),
-    ));
+    #[allow(unused_mut)]
+    let mut bound = vec![("ludus_bound_system", Backend::System)];
     #[cfg(feature = "mimalloc")]
-    v.push((
-        "ludus_bound_mimalloc",
-        Box::new(Bound(
-            domain(Backend::Mimalloc, CounterMode::Sharded)
-                .bind()
-                .unwrap(),
-        )),
-    ));
+    bound.push(("ludus_bound_mimalloc", Backend::Mimalloc));
+    for (name, backend) in bound {
+        let d = domain(backend, CounterMode::Sharded);
+        v.push((name, Box::new(Bound(d.bind().unwrap()))));
+    }
     v
 }
 

@@ -10,24 +10,27 @@ use ludus::memory::{AllocationDomain, AllocationLayout, BoundDomain, LinearArena
 
 const N: usize = 64;
 
-/// `N` allocate/free pairs of 64 bytes through `d`.
-#[inline(always)]
-fn pairs(d: &AllocationDomain) -> usize {
-    let l = AllocationLayout::new(64, 8).unwrap();
-    let mut sum = 0;
-    for _ in 0..N {
-        let p = d.try_allocate(black_box(l)).unwrap();
-        sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
-        // SAFETY: `p` came from `d` with `l`.
-        unsafe { d.free(black_box(p), l) };
-    }
-    sum
+/// `N` allocate/free pairs of 64 bytes through `$d`: a domain or a bound handle (one byte
+/// API, inlined into each benchmark).
+macro_rules! pairs {
+    ($d:expr) => {{
+        let d = $d;
+        let l = AllocationLayout::new(64, 8).unwrap();
+        let mut sum = 0;
+        for _ in 0..N {
+            let p = d.try_allocate(black_box(l)).unwrap();
+            sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
+            // SAFETY: `p` came from `d`'s domain with `l`.
+            unsafe { d.free(black_box(p), l) };
+        }
+        sum
+    }};
 }
 
 // The first pairs of a thread: the count includes leasing its counter slot.
 #[library_benchmark]
 fn domain_alloc_free() -> usize {
-    pairs(AllocationDomain::core())
+    pairs!(AllocationDomain::core())
 }
 
 /// One allocation and free outside the count: the thread leases its counter slot (once per
@@ -45,7 +48,7 @@ fn warm_slot() -> &'static AllocationDomain {
 #[library_benchmark]
 #[bench::warm(setup = warm_slot)]
 fn domain_alloc_free_warm(d: &'static AllocationDomain) -> usize {
-    pairs(d)
+    pairs!(d)
 }
 
 /// The core domain bound to a shard of its own, outside the count.
@@ -57,15 +60,7 @@ fn bound() -> BoundDomain<'static> {
 #[library_benchmark]
 #[bench::warm(setup = bound)]
 fn bound_alloc_free(b: BoundDomain<'static>) -> usize {
-    let l = AllocationLayout::new(64, 8).unwrap();
-    let mut sum = 0;
-    for _ in 0..N {
-        let p = b.try_allocate(black_box(l)).unwrap();
-        sum += p.map_or(0, |p| p.as_ptr().addr() & 1);
-        // SAFETY: `p` came from `b`'s domain with `l`.
-        unsafe { b.free(black_box(p), l) };
-    }
-    sum
+    pairs!(&b)
 }
 
 #[library_benchmark]
