@@ -10,6 +10,9 @@
 //! batch — slots freed by earlier destroys of the batch count —, sequence and revision budgets,
 //! every target alive, every component type known) and then applies it in recorded order; a failed
 //! preflight applies nothing and keeps the buffer for inspection or [`CommandBuffer::clear`].
+//! A run of consecutive destroys is applied as one step (each pool removes the run in one
+//! pass, the slots are released in recorded order); only the pools' dense order can differ
+//! from destroying the entities one by one.
 
 use core::any::TypeId;
 
@@ -22,6 +25,9 @@ use super::roster::{ComponentList, Roster, TypeVisitor};
 use super::spawn::first_duplicate;
 use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
+
+/// Most consecutive destroys a commit applies as one run (a stack array of handles).
+const DESTROY_RUN: usize = 64;
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -723,7 +729,8 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             owner: 0,
             first: None,
         };
-        for i in 0..self.commands.len() {
+        let mut i = 0;
+        while i < self.commands.len() {
             let applied = match self.commands[i] {
                 Command::Create { bundle } => {
                     // A bundle's pools that were equal before its inserts share a fresh stamp
@@ -742,7 +749,21 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     };
                     world.create().map(|e| self.created.push(e))
                 }
-                Command::Destroy(e) => world.destroy(e),
+                Command::Destroy(_) => {
+                    // A run of consecutive destroys is applied together (up to `DESTROY_RUN`
+                    // at a time): one pass per pool instead of one visit of every pool each.
+                    let mut run = [EntityId::from_raw_parts(0, 0, 0); DESTROY_RUN];
+                    let mut n = 0;
+                    while let Some(&Command::Destroy(e)) = self.commands.get(i + n) {
+                        if n == DESTROY_RUN {
+                            break;
+                        }
+                        run[n] = e;
+                        n += 1;
+                    }
+                    i += n - 1;
+                    ops::destroy_run(world, &run[..n])
+                }
                 Command::Insert {
                     subject,
                     component,
@@ -773,6 +794,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 "preflighted command {i} failed: {applied:?}"
             );
             applied?;
+            i += 1;
         }
         self.reset();
         Ok(())

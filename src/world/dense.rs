@@ -248,6 +248,15 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         unsafe { core::slice::from_raw_parts(self.keys, self.len) }
     }
 
+    /// Whether some entry holds `slot` (its membership bit).
+    #[inline(always)]
+    pub(crate) fn holds_slot(&self, slot: u32) -> bool {
+        let s = slot as usize;
+        self.bits
+            .get(s / WORD_BITS)
+            .is_some_and(|w| w >> (s % WORD_BITS) & 1 != 0)
+    }
+
     /// Dense index of `key`.
     #[inline(always)]
     pub(crate) fn find(&self, key: EntityKey) -> Option<usize> {

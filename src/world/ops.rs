@@ -212,6 +212,67 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     }
 }
 
+/// Removes a run of entities from every pool, one pass per pool (see [`destroy_run`]),
+/// counting the removals.
+struct RemoveRun<'r> {
+    run: &'r [EntityId],
+    removed: u64,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveRun<'_> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        // Pools sharing a stamp held equal keys, so they take the same removals in the same
+        // order and still hold equal keys after them (as in `RemoveAll`).
+        let layout = pool.layout();
+        self.removed += pool.remove_keys(self.run.iter().map(|&e| EntityKey::of(e)));
+        pool.set_layout(layout);
+    }
+}
+
+/// Destroys `run` (distinct entities) as many [`WorldOps::destroy`] calls in order would —
+/// detached, unpacked from their groups, removed from every pool, their slots released in
+/// run order (so later creates take the same slots) — except for the pools' dense order:
+/// each pool removes the whole run in one pass. A commit applies its runs of consecutive
+/// destroys through it. Checks everything `destroy` does for every entity before changing
+/// anything.
+///
+/// # Errors
+/// As [`WorldOps::destroy`], for the first entity that fails; nothing changes.
+pub(crate) fn destroy_run<W: Roster>(world: &mut W, run: &[EntityId]) -> Result<(), WorldError> {
+    let (registry, durable, mut pools) = world.durable_parts();
+    let registry = &mut registry.0;
+    let durable = &mut durable.0;
+    // The release invariant, as in `destroy`.
+    if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool);
+    }
+    // Phase, budget (a release and a removal per pool for each entity) and liveness.
+    let budget = (run.len() as u64).saturating_mul(W::Components::LEN as u64 + 1);
+    for &entity in run {
+        registry.check_entity_change(entity, budget)?;
+        if durable.is_protected(entity) {
+            return Err(WorldError::Protected);
+        }
+    }
+    for &entity in run {
+        durable.detach(registry, entity);
+        if W::Groups::LEN > 0 {
+            W::Groups::with_all(&mut Repack::<_, W::Alloc>::unpack(&mut pools, entity));
+        }
+    }
+    let mut remove = RemoveRun { run, removed: 0 };
+    pools.visit(&mut remove);
+    // A repeated entity (never in a commit: a destroy's recording marks its target, and a
+    // marked entity cannot be recorded again) is removed once and its second release
+    // panics, before any slot is handed out twice.
+    for &entity in run {
+        registry.release_charged(entity, 0);
+    }
+    registry.advance_revision(remove.removed);
+    Ok(())
+}
+
 /// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep
 /// stamp 0, which shares nothing).
 const SORT_STAMPS: usize = 16;
@@ -761,3 +822,66 @@ pub trait WorldOps: Roster {
 }
 
 impl<R: Roster> WorldOps for R {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::world! {
+        struct Pair { a: u32, b: u64, c: u16 }
+        groups { ab(a: u32, b: u64) }
+    }
+
+    fn spawned(w: &mut Pair) -> Vec<EntityId> {
+        (0..4u32)
+            .map(|i| w.spawn((i, u64::from(i), i as u16)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_destroy_run_is_checked_whole_before_it_changes_anything() {
+        let mut w = Pair::try_new(8).unwrap();
+        let e = spawned(&mut w);
+        w.destroy(e[3]).unwrap();
+        let revision = w.registry.structural_revision();
+        assert!(matches!(
+            destroy_run(&mut w, &[e[0], e[1], e[3]]),
+            Err(WorldError::Rejected(_))
+        ));
+        assert!(e[..3].iter().all(|&x| w.registry.is_alive(x)));
+        assert_eq!((w.a.len(), w.b.len(), w.c.len()), (3, 3, 3));
+        assert_eq!(w.registry.structural_revision(), revision);
+        assert!(w.check_groups());
+    }
+
+    #[test]
+    fn a_destroy_run_releases_in_run_order_as_destroys_would() {
+        let (mut run, mut one) = (Pair::try_new(8).unwrap(), Pair::try_new(8).unwrap());
+        let (r, o) = (spawned(&mut run), spawned(&mut one));
+        destroy_run(&mut run, &[r[0], r[2]]).unwrap();
+        one.destroy(o[0]).unwrap();
+        one.destroy(o[2]).unwrap();
+        for w in [&mut run, &mut one] {
+            assert_eq!((w.a.len(), w.b.len(), w.c.len()), (2, 2, 2));
+            assert!(w.check_groups());
+        }
+        assert_eq!(
+            run.registry.structural_revision(),
+            one.registry.structural_revision()
+        );
+        for _ in 0..3 {
+            let (x, y) = (run.create().unwrap(), one.create().unwrap());
+            assert_eq!((x.slot(), x.generation()), (y.slot(), y.generation()));
+        }
+        assert_eq!(run.a.get(r[1]), Some(&1));
+        assert_eq!(run.c.get(r[3]), Some(&3));
+    }
+
+    #[test]
+    #[should_panic(expected = "not alive")]
+    fn a_repeated_entity_in_a_run_panics_before_a_slot_is_freed_twice() {
+        let mut w = Pair::try_new(8).unwrap();
+        let e = spawned(&mut w);
+        let _ = destroy_run(&mut w, &[e[1], e[1]]);
+    }
+}

@@ -604,6 +604,23 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         removed
     }
 
+    /// Removes the entries of `keys` in order (entities of this pool's registry: the caller
+    /// compared the owner tokens; each key held at most once), each by swap removal as
+    /// [`remove_key`](Self::remove_key) would, under one borrow of the dense arrays; returns
+    /// how many it held. A key whose slot is not a member costs one bitset word.
+    #[inline(always)]
+    pub(crate) fn remove_keys(&mut self, keys: impl Iterator<Item = EntityKey>) -> u64 {
+        let mut dense = self.dense_mut();
+        let mut removed = 0;
+        for key in keys {
+            if dense.holds_slot(key.slot()) {
+                removed += u64::from(dense.remove(key).is_some());
+            }
+        }
+        dense.finish();
+        removed
+    }
+
     /// Swaps dense positions `i` and `j` (both `< len`), keeping the lookup invariant.
     /// Used by owned groups; order-only, not a membership change.
     #[inline]
