@@ -15,6 +15,12 @@
 //!   `transact ≤ 1.5 × spawn_batch_durable`.
 //! - `transact_10k/spawn_batch_plain`: the same spawn into a plain `try_new(10k)` world, for
 //!   reference. In every case the world is returned from the routine, so its drop is not timed.
+//! - `transact_10k/spawn_batch_hash_ids`: a lower bound of what any `transact` must do:
+//!   `spawn_batch_into` of the same bundles into the same fresh durable world, then every
+//!   prepared spawn's `PersistentId` inserted, mapped to its new entity, into a hashbrown map
+//!   (foldhash) whose storage was allocated and written in the setup (as the world's stable
+//!   index is at init). No validation, no collision or duplicate check: strictly less than the
+//!   issue asks of a transaction.
 //! - `checkpoint_100k/checkpoint_digest`: `w.checkpoint_digest()` (canonical bytes + SHA-256)
 //!   of a durable world of 100k entities with stable ids, two components each (`Pos` 8 bytes,
 //!   `Hp` 4 bytes), created by one transaction in the (one-off) setup.
@@ -38,8 +44,9 @@
 //!
 //! With `LUDUS_INTERLEAVE=<rounds>` in the environment the bench skips criterion and instead
 //! runs the two target pairs round-robin (`transact` / `spawn_batch_durable` /
-//! `spawn_batch_plain`, then `checkpoint_digest` / `copy_hash`), one timed call of each
-//! contender per round, starting with a different contender each round, setups untimed; it
+//! `spawn_batch_plain` / `spawn_batch_hash_ids`, then `checkpoint_digest` / `copy_hash`), one
+//! timed call of each contender per round, starting with a different contender each round,
+//! setups untimed; it
 //! prints each contender's median and the median of the per-round ratios. On a shared machine
 //! this keeps a burst of someone else's load from landing on one contender only. The checkpoint
 //! rounds also time `checkpoint_bytes` and the `checkpoint_100k_parts` rows.
@@ -57,7 +64,8 @@ use sha2::{Digest, Sha256};
 
 #[path = "common/persistent.rs"]
 mod common;
-use common::{durable, id_bytes, plain, prepared, Sim};
+use common::{durable, id_bytes, plain, prepared, Hp, Pos, Sim};
+use ludus::world::{Transaction, TxCommand};
 
 /// Prepared spawns of `transact_10k`.
 const SPAWNS: usize = 10_000;
@@ -105,7 +113,69 @@ fn transact_10k(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    let ids = ids_of(&tx);
+    group.bench_function("spawn_batch_hash_ids", |b| {
+        b.iter_batched(
+            || {
+                let out = vec![EntityId::from_raw_parts(0, 0, 0); SPAWNS];
+                (durable(SPAWNS), resident_map(SPAWNS), out)
+            },
+            |(mut w, mut map, mut out)| {
+                spawn_and_map(&mut w, &mut map, &bundles, &ids, &mut out);
+                (w, map)
+            },
+            BatchSize::PerIteration,
+        )
+    });
     group.finish();
+}
+
+/// The stable ids of a transaction of creates, in order.
+fn ids_of(tx: &Transaction) -> Vec<PersistentId> {
+    tx.commands
+        .iter()
+        .map(|c| match c {
+            TxCommand::Create { spawn } => spawn.id,
+            _ => unreachable!("creates only"),
+        })
+        .collect()
+}
+
+/// A map of `n` stable ids whose storage is allocated and written (then cleared), as the
+/// world's stable index is at init.
+fn resident_map(n: usize) -> IdMap {
+    let mut map = IdMap::with_capacity_and_hasher(n, Default::default());
+    for k in 0..n {
+        // Distinct keys scatter over the whole table, so every page of it is written.
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&(k as u64).to_le_bytes());
+        map.insert(
+            PersistentId::Authored(key),
+            EntityId::from_raw_parts(0, 0, 0),
+        );
+    }
+    map.clear();
+    map
+}
+
+/// hashbrown with foldhash, from stable id to entity.
+type IdMap = hashbrown::HashMap<PersistentId, EntityId, foldhash::fast::RandomState>;
+
+/// A lower bound of what `transact` must do (`spawn_batch_hash_ids`): the bundles spawned
+/// directly, and every id mapped to its entity in a hashbrown map (foldhash) whose storage is
+/// resident (as the world's stable index is) — no validation, no check against live ids.
+fn spawn_and_map(
+    w: &mut Sim,
+    map: &mut IdMap,
+    bundles: &[(Pos, Hp)],
+    ids: &[PersistentId],
+    out: &mut [EntityId],
+) {
+    w.spawn_batch_into(black_box(bundles).iter().copied(), out)
+        .unwrap();
+    for (id, &e) in black_box(ids).iter().zip(out.iter()) {
+        map.insert(*id, e);
+    }
 }
 
 /// The world of `checkpoint_100k`, its checkpoint, its canonical length, and the id bytes.
@@ -267,6 +337,16 @@ fn interleaved(rounds: usize) {
     };
     let mut spawn_durable = || spawn(durable(SPAWNS));
     let mut spawn_plain = || spawn(plain(SPAWNS));
+    let ids = ids_of(&tx);
+    let mut hash_ids = || {
+        let out = vec![EntityId::from_raw_parts(0, 0, 0); SPAWNS];
+        let (mut w, mut map, mut out) = (durable(SPAWNS), resident_map(SPAWNS), out);
+        let t = Instant::now();
+        spawn_and_map(&mut w, &mut map, &bundles, &ids, &mut out);
+        let d = t.elapsed();
+        drop(black_box((w, map)));
+        d
+    };
     round_robin(
         "transact_10k",
         rounds,
@@ -274,6 +354,7 @@ fn interleaved(rounds: usize) {
             ("transact", &mut transact),
             ("spawn_batch_durable", &mut spawn_durable),
             ("spawn_batch_plain", &mut spawn_plain),
+            ("spawn_batch_hash_ids", &mut hash_ids),
         ],
     );
     let fx = fixture();
