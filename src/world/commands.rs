@@ -26,8 +26,9 @@ use super::spawn::first_duplicate;
 use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
 
-/// Most consecutive destroys a commit applies as one run (a stack array of handles).
-const DESTROY_RUN: usize = 64;
+/// Most consecutive destroys a commit applies as one run: a stack array of handles, small
+/// because it is filled afresh for every run (a lone destroy between spawns is a run of one).
+const DESTROY_RUN: usize = 16;
 
 /// An entity a [`CommandBuffer`] will create at commit. Resolve it with
 /// [`CommandBuffer::resolve`] after the commit.
@@ -86,6 +87,17 @@ enum Command {
         subject: Subject,
         component: TypeId,
     },
+}
+
+impl Command {
+    /// The target of a destroy.
+    #[inline(always)]
+    fn destroyed(&self) -> Option<EntityId> {
+        match *self {
+            Command::Destroy(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 mod sealed {
@@ -753,16 +765,10 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     // A run of consecutive destroys is applied together (up to `DESTROY_RUN`
                     // at a time): one pass per pool instead of one visit of every pool each.
                     let mut run = [EntityId::from_raw_parts(0, 0, 0); DESTROY_RUN];
-                    let mut n = 0;
-                    while let Some(&Command::Destroy(e)) = self.commands.get(i + n) {
-                        if n == DESTROY_RUN {
-                            break;
-                        }
-                        run[n] = e;
-                        n += 1;
-                    }
+                    let targets = self.commands[i..].iter().map_while(Command::destroyed);
+                    let n = run.iter_mut().zip(targets).map(|(r, e)| *r = e).count();
                     i += n - 1;
-                    ops::destroy_run(world, &run[..n])
+                    ops::destroy_run(world, run[..n].iter().copied())
                 }
                 Command::Insert {
                     subject,

@@ -85,6 +85,14 @@ fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize
 /// Bits per membership word.
 pub(crate) const WORD_BITS: usize = 64;
 
+/// Whether `slot`'s bit is set in a membership bitset (false past its end).
+#[inline(always)]
+pub(crate) fn member(bits: &[u64], slot: u32) -> bool {
+    let s = slot as usize;
+    bits.get(s / WORD_BITS)
+        .is_some_and(|w| w >> (s % WORD_BITS) & 1 != 0)
+}
+
 /// Membership words for `capacity` slots.
 #[inline]
 pub(crate) const fn words_for(capacity: usize) -> usize {
@@ -251,10 +259,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// Whether some entry holds `slot` (its membership bit).
     #[inline(always)]
     pub(crate) fn holds_slot(&self, slot: u32) -> bool {
-        let s = slot as usize;
-        self.bits
-            .get(s / WORD_BITS)
-            .is_some_and(|w| w >> (s % WORD_BITS) & 1 != 0)
+        member(self.bits, slot)
     }
 
     /// Dense index of `key`.

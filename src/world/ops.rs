@@ -214,23 +214,26 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
 
 /// Removes a run of entities from every pool, one pass per pool (see [`destroy_run`]),
 /// counting the removals.
-struct RemoveRun<'r> {
-    run: &'r [EntityId],
+struct RemoveRun<I> {
+    run: I,
     removed: u64,
 }
 
-impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveRun<'_> {
+impl<A: Allocator + Clone + 'static, I: Iterator<Item = EntityId> + Clone> PoolVisitor<A>
+    for RemoveRun<I>
+{
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
         // Pools sharing a stamp held equal keys, so they take the same removals in the same
         // order and still hold equal keys after them (as in `RemoveAll`).
         let layout = pool.layout();
-        self.removed += pool.remove_keys(self.run.iter().map(|&e| EntityKey::of(e)));
+        self.removed += pool.remove_keys(self.run.clone().map(EntityKey::of));
         pool.set_layout(layout);
     }
 }
 
-/// Destroys `run` (distinct entities) as many [`WorldOps::destroy`] calls in order would —
+/// Destroys `run` (distinct entities; the iterator is walked several times: the checks, the
+/// detaches, once per pool, the releases) as many [`WorldOps::destroy`] calls in order would —
 /// detached, unpacked from their groups, removed from every pool, their slots released in
 /// run order (so later creates take the same slots) — except for the pools' dense order:
 /// each pool removes the whole run in one pass. A commit applies its runs of consecutive
@@ -239,7 +242,10 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveRun<'_> {
 ///
 /// # Errors
 /// As [`WorldOps::destroy`], for the first entity that fails; nothing changes.
-pub(crate) fn destroy_run<W: Roster>(world: &mut W, run: &[EntityId]) -> Result<(), WorldError> {
+pub(crate) fn destroy_run<W: Roster>(
+    world: &mut W,
+    run: impl Iterator<Item = EntityId> + Clone,
+) -> Result<(), WorldError> {
     let (registry, durable, mut pools) = world.durable_parts();
     let registry = &mut registry.0;
     let durable = &mut durable.0;
@@ -248,25 +254,28 @@ pub(crate) fn destroy_run<W: Roster>(world: &mut W, run: &[EntityId]) -> Result<
         return Err(WorldError::ForeignPool);
     }
     // Phase, budget (a release and a removal per pool for each entity) and liveness.
-    let budget = (run.len() as u64).saturating_mul(W::Components::LEN as u64 + 1);
-    for &entity in run {
+    let budget = (run.clone().count() as u64).saturating_mul(W::Components::LEN as u64 + 1);
+    for entity in run.clone() {
         registry.check_entity_change(entity, budget)?;
         if durable.is_protected(entity) {
             return Err(WorldError::Protected);
         }
     }
-    for &entity in run {
+    for entity in run.clone() {
         durable.detach(registry, entity);
         if W::Groups::LEN > 0 {
             W::Groups::with_all(&mut Repack::<_, W::Alloc>::unpack(&mut pools, entity));
         }
     }
-    let mut remove = RemoveRun { run, removed: 0 };
+    let mut remove = RemoveRun {
+        run: run.clone(),
+        removed: 0,
+    };
     pools.visit(&mut remove);
     // A repeated entity (never in a commit: a destroy's recording marks its target, and a
     // marked entity cannot be recorded again) is removed once and its second release
     // panics, before any slot is handed out twice.
-    for &entity in run {
+    for entity in run {
         registry.release_charged(entity, 0);
     }
     registry.advance_revision(remove.removed);
@@ -845,7 +854,7 @@ mod tests {
         w.destroy(e[3]).unwrap();
         let revision = w.registry.structural_revision();
         assert!(matches!(
-            destroy_run(&mut w, &[e[0], e[1], e[3]]),
+            destroy_run(&mut w, [e[0], e[1], e[3]].into_iter()),
             Err(WorldError::Rejected(_))
         ));
         assert!(e[..3].iter().all(|&x| w.registry.is_alive(x)));
@@ -858,7 +867,7 @@ mod tests {
     fn a_destroy_run_releases_in_run_order_as_destroys_would() {
         let (mut run, mut one) = (Pair::try_new(8).unwrap(), Pair::try_new(8).unwrap());
         let (r, o) = (spawned(&mut run), spawned(&mut one));
-        destroy_run(&mut run, &[r[0], r[2]]).unwrap();
+        destroy_run(&mut run, [r[0], r[2]].into_iter()).unwrap();
         one.destroy(o[0]).unwrap();
         one.destroy(o[2]).unwrap();
         for w in [&mut run, &mut one] {
@@ -882,6 +891,6 @@ mod tests {
     fn a_repeated_entity_in_a_run_panics_before_a_slot_is_freed_twice() {
         let mut w = Pair::try_new(8).unwrap();
         let e = spawned(&mut w);
-        let _ = destroy_run(&mut w, &[e[1], e[1]]);
+        let _ = destroy_run(&mut w, [e[1], e[1]].into_iter());
     }
 }

@@ -222,10 +222,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// Whether some entry holds `slot` (any generation): its membership bit.
     #[inline(always)]
     pub(crate) fn holds_slot(&self, slot: u32) -> bool {
-        let s = slot as usize;
-        self.bits
-            .get(s / super::dense::WORD_BITS)
-            .is_some_and(|w| w >> (s % super::dense::WORD_BITS) & 1 != 0)
+        super::dense::member(&self.bits, slot)
     }
 
     /// The layout stamp (see the field).
