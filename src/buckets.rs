@@ -88,6 +88,60 @@ fn scatter<T: Copy, const BITS: u32>(
     starts
 }
 
+/// Below this many items [`sort_by_high32`] uses a plain stable sort.
+const RADIX_MIN: usize = 1024;
+
+/// Sorts `items` by their top 32 bits, stably (items with equal top bits keep their order):
+/// three counting passes of 11 bits, each a scatter into 2048 cursors that stay in L1.
+///
+/// Callers pack `order << 32 | index`, so the low half names the item and the sort moves 8
+/// bytes per item; [`sort_ties`] then orders the runs whose top bits tie.
+pub(crate) fn sort_by_high32(items: &mut Vec<u64>) {
+    if items.len() < RADIX_MIN || u32::try_from(items.len()).is_err() {
+        items.sort_by_key(|&v| v >> 32);
+        return;
+    }
+    const SHIFTS: [u32; 3] = [32, 43, 54];
+    const DIGIT: u64 = 0x7ff;
+    let mut next = [[0u32; 2048]; 3];
+    for &v in items.iter() {
+        for (count, shift) in next.iter_mut().zip(SHIFTS) {
+            count[(v >> shift & DIGIT) as usize] += 1;
+        }
+    }
+    let mut other = vec![0u64; items.len()];
+    for (cursor, shift) in next.iter_mut().zip(SHIFTS) {
+        let mut sum = 0u32;
+        for c in cursor.iter_mut() {
+            (*c, sum) = (sum, sum + *c);
+        }
+        for &v in items.iter() {
+            let c = &mut cursor[(v >> shift & DIGIT) as usize];
+            other[*c as usize] = v;
+            *c += 1;
+        }
+        core::mem::swap(items, &mut other);
+    }
+}
+
+/// Sorts each run of `items` (sorted by [`sort_by_high32`]) whose top 32 bits tie by `cmp` of
+/// the items' low halves. Random keys leave few and short runs; keys crafted to tie cost one
+/// comparison sort of their run (`n log n`), never more.
+pub(crate) fn sort_ties(items: &mut [u64], mut cmp: impl FnMut(u32, u32) -> Ordering) {
+    let mut start = 0;
+    while start < items.len() {
+        let top = items[start] >> 32;
+        let len = items[start..]
+            .iter()
+            .take_while(|&&v| v >> 32 == top)
+            .count();
+        if len > 1 {
+            items[start..start + len].sort_unstable_by(|&a, &b| cmp(a as u32, b as u32));
+        }
+        start += len;
+    }
+}
+
 /// The top 16 bits of a UUID held as a big-endian `u128`.
 #[inline]
 pub(crate) fn top16(key: u128) -> u16 {
@@ -178,5 +232,54 @@ mod tests {
             scatter::<_, 4>(&mut items, unstable, |a, b| a.cmp(b))
         }));
         assert!(refused.is_err());
+    }
+
+    /// `sort_by_high32` against a plain stable sort (random tops, tops drawn from three
+    /// values, about two items per value; below and above the radix threshold), and `sort_ties` against a plain sort by
+    /// (top, rank of the low half in an outside table), as save uses them.
+    #[test]
+    fn radix_and_ties_agree_with_plain_sorts() {
+        let mut state = 0x6a09_e667_f3bc_c909u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let sizes: &[usize] = if cfg!(miri) {
+            &[0, 1, 50, RADIX_MIN + 3]
+        } else {
+            &[0, 1, 50, RADIX_MIN - 1, RADIX_MIN, 30_000]
+        };
+        for &n in sizes {
+            // Random tops; three tops; about two items per top (runs of every short length).
+            for tied in [0, 3, n as u64 / 2 + 1] {
+                // The low half is the item's index, so stability is visible.
+                let items: Vec<u64> = (0..n as u64)
+                    .map(|i| {
+                        let top = if tied == 0 {
+                            next() >> 32
+                        } else {
+                            next() % tied
+                        };
+                        top << 32 | i
+                    })
+                    .collect();
+                let mut radix = items.clone();
+                sort_by_high32(&mut radix);
+                let mut plain = items.clone();
+                plain.sort_by_key(|&v| v >> 32);
+                assert_eq!(radix, plain, "n {n} tied {tied}");
+                // Ties by an outside key of the index (a permutation, so no equal keys).
+                let outside: Vec<u64> = (0..n as u64)
+                    .map(|i| i.wrapping_mul(0x9e37) % 65_521 * 1_000_000 + i)
+                    .collect();
+                sort_ties(&mut radix, |a, b| {
+                    outside[a as usize].cmp(&outside[b as usize])
+                });
+                plain.sort_by_key(|&v| (v >> 32, outside[v as u32 as usize]));
+                assert_eq!(radix, plain, "ties: n {n} tied {tied}");
+            }
+        }
     }
 }
