@@ -28,7 +28,7 @@ use allocator_api2::vec::Vec;
 
 use super::fixed::filled;
 use super::{EntityId, EntityRegistry, InitError, Rejection};
-use crate::identity::{OwnerToken, PersistentObjectKey, UuidError, UuidPolicy};
+use crate::identity::{InstanceId, OwnerToken, PersistentObjectKey, UuidError, UuidPolicy};
 
 /// The longest probe sequence (in buckets) an insertion or lookup walks.
 pub const MAX_PROBE: usize = 128;
@@ -1164,6 +1164,27 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             })
     }
 
+    /// The bindings under `instance`, in slot order: `(slot, generation, object)`, the object
+    /// UUID as its big-endian integer (integer order is byte order). Reads the entries' words
+    /// as they are stored, never assembling a whole key (what a save's first pass walks).
+    pub(crate) fn iter_instance(
+        &self,
+        instance: InstanceId,
+    ) -> impl Iterator<Item = (u32, u32, u128)> + '_ {
+        let want: [u64; 2] = bytemuck::pod_read_unaligned(instance.as_uuid().as_bytes());
+        self.reverse
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.generation != 0 && r.key.instance == want)
+            .map(|(slot, r)| {
+                let [hi, lo] = r.key.object;
+                // The words hold the UUID's bytes in memory order.
+                let object = u128::from(u64::from_be_bytes(hi.to_ne_bytes())) << 64
+                    | u128::from(u64::from_be_bytes(lo.to_ne_bytes()));
+                (slot as u32, r.generation, object)
+            })
+    }
+
     /// Checks both maps against each other (O(buckets)); for tests.
     pub fn check_consistent(&self) -> bool {
         let mut forward = 0;
@@ -1189,7 +1210,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::identity::{InstanceId, SourceObjectId};
+    use crate::identity::SourceObjectId;
 
     fn key(i: u128, o: u128) -> PersistentObjectKey {
         let v4 = |x: u128| {
