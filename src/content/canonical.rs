@@ -127,10 +127,22 @@ fn needs_escape(s: &[u8]) -> bool {
         .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
-/// Scratch reused across values: spans of the objects being written (a stack), room to
-/// reorder one object's members, and the member names of the structs written so far.
+/// The writer's state, reused across values: the output of the value being written, the
+/// open objects (a stack), room to reorder one object's members, and the member names of the
+/// structs written so far.
+///
+/// The serializers ([`Canon`], [`Members`], [`Elements`]) hold only `&mut Ctx`: one pointer,
+/// kept in a register, never a multi-word struct copied between stack slots right after its
+/// fields were stored (a store-forwarding stall on every struct a component writes).
 #[derive(Debug, Default)]
 pub(crate) struct Ctx {
+    /// The caller's output, swapped in for the duration of one [`write`].
+    out: Vec<u8>,
+    /// The open objects, innermost last; each [`Members`] owns the last one while it lives.
+    frames: Vec<Frame>,
+    /// Some error crossed the writer (a `Serialize` impl that drops an `Err` and goes on
+    /// cannot make [`write`] succeed).
+    failed: bool,
     /// Each member's `"name":value` text in the output (a stack over the open objects).
     spans: Vec<Span>,
     /// The sorted order of one object's spans (free again once that object is written).
@@ -143,6 +155,25 @@ pub(crate) struct Ctx {
     /// A map's key, between its `serialize_key` and `serialize_value` (taken before the value
     /// is written, so nested maps never see it).
     map_key: Option<String>,
+}
+
+/// An open object's state.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    /// This object's first span in `Ctx::spans`.
+    base: usize,
+    /// Where its first member starts (just past `{`).
+    open: usize,
+    /// Some name needed an escape: names are compared decoded, not as written.
+    escaped: bool,
+    /// The shape this struct's members have followed so far (an index in `Ctx::shapes`), or
+    /// [`NONE`].
+    shape: u32,
+    /// Members written.
+    count: u32,
+    /// While this struct's shape is learned, its entry in `Ctx::learning` (its name, followed
+    /// by its members' names), else [`NONE`].
+    learn: u32,
 }
 
 /// Most struct shapes a [`Ctx`] remembers.
@@ -170,19 +201,73 @@ struct Shape {
     order: Vec<usize>,
 }
 
-/// Writes `value` canonically.
+impl Ctx {
+    /// A writer that appends to `out`.
+    pub(crate) fn new(out: Vec<u8>) -> Self {
+        Self {
+            out,
+            ..Self::default()
+        }
+    }
+
+    /// The output written so far.
+    #[inline(always)]
+    pub(crate) fn out(&mut self) -> &mut Vec<u8> {
+        &mut self.out
+    }
+
+    /// The output.
+    pub(crate) fn into_out(self) -> Vec<u8> {
+        self.out
+    }
+
+    /// Appends `value`'s canonical text to the output. On an error, what was appended is
+    /// unspecified (the caller truncates) and the writer is ready for the next value.
+    pub(crate) fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
+        let (frames, spans, learning) = (self.frames.len(), self.spans.len(), self.learning.len());
+        self.failed = false;
+        let mut result = nested(self, value);
+        if result.is_ok() && (self.failed || self.frames.len() != frames) {
+            result = Err(CanonError::new(
+                "a Serialize impl went on after an error or left an object open",
+            ));
+        }
+        if result.is_err() {
+            self.frames.truncate(frames);
+            self.spans.truncate(spans);
+            self.learning.truncate(learning);
+            self.map_key = None;
+        }
+        result
+    }
+}
+
+/// Appends `value`'s canonical text to `out` through `ctx` ([`Ctx::value`]).
+#[cfg(test)]
 pub(crate) fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, ctx: &mut Ctx, value: &T) -> R {
-    value.serialize(Canon { out, ctx })
+    std::mem::swap(out, &mut ctx.out);
+    let result = ctx.value(value);
+    std::mem::swap(out, &mut ctx.out);
+    result
+}
+
+/// Writes a nested value; an error marks the whole write failed.
+#[inline(always)]
+fn nested<T: Serialize + ?Sized>(ctx: &mut Ctx, value: &T) -> R {
+    let result = value.serialize(Canon { ctx: &mut *ctx });
+    if result.is_err() {
+        ctx.failed = true;
+    }
+    result
 }
 
 struct Canon<'a> {
-    out: &'a mut Vec<u8>,
     ctx: &'a mut Ctx,
 }
 
 impl Canon<'_> {
     fn scalar<T: Serialize>(self, v: T) -> R {
-        serde_json::to_writer(&mut *self.out, &v).map_err(|e| CanonError::new(e.to_string()))
+        serde_json::to_writer(&mut self.ctx.out, &v).map_err(|e| CanonError::new(e.to_string()))
     }
 }
 
@@ -206,26 +291,12 @@ struct Span {
 
 /// The members of an object being written, in the order they come; [`finish`](Self::finish)
 /// reorders them by name when they did not come sorted.
+/// Its state is the last of `ctx.frames`, pushed when it opens and popped when it finishes.
 struct Members<'a> {
-    out: &'a mut Vec<u8>,
     ctx: &'a mut Ctx,
-    /// This object's first span in `ctx.spans`.
-    base: usize,
-    /// Where its first member starts (just past `{`).
-    open: usize,
-    /// Some name needed an escape: names are compared decoded, not as written.
-    escaped: bool,
-    /// The shape this struct's members have followed so far (an index in `ctx.shapes`), or
-    /// [`NONE`].
-    shape: u32,
-    /// Members written.
-    count: u32,
-    /// While this struct's shape is learned, its entry in `ctx.learning` (its name, followed
-    /// by its members' names), else [`NONE`].
-    learn: u32,
 }
 
-/// No shape, or not learning (kept small: a `Members` is moved through every `Serialize`).
+/// No shape, or not learning.
 const NONE: u32 = u32::MAX;
 
 /// Whether the `n` members came sorted by name (`name(i)` of the `i`-th); if not, fills
@@ -248,24 +319,30 @@ fn sort_members<'k, K: Ord + ?Sized + 'k>(
 }
 
 impl<'a> Members<'a> {
-    fn new(out: &'a mut Vec<u8>, ctx: &'a mut Ctx) -> Self {
-        out.push(b'{');
-        let open = out.len();
-        let base = ctx.spans.len();
-        Self {
-            out,
-            ctx,
-            base,
-            open,
+    #[inline(always)]
+    fn open(ctx: &'a mut Ctx, shape: u32, learn: u32) -> Self {
+        ctx.out.push(b'{');
+        let frame = Frame {
+            base: ctx.spans.len(),
+            open: ctx.out.len(),
             escaped: false,
-            shape: NONE,
+            shape,
             count: 0,
-            learn: NONE,
-        }
+            learn,
+        };
+        ctx.frames.push(frame);
+        Self { ctx }
+    }
+
+    /// The members of a map.
+    #[inline(always)]
+    fn new(ctx: &'a mut Ctx) -> Self {
+        Self::open(ctx, NONE, NONE)
     }
 
     /// The members of struct `name`: along its learned shape, or learning it.
-    fn of_struct(out: &'a mut Vec<u8>, ctx: &'a mut Ctx, name: &'static str) -> Self {
+    #[inline(always)]
+    fn of_struct(ctx: &'a mut Ctx, name: &'static str) -> Self {
         let (mut shape, mut learn) = (NONE, NONE);
         match ctx.shapes.iter().position(|s| s.name == id(name)) {
             Some(k) => shape = k as u32,
@@ -275,53 +352,71 @@ impl<'a> Members<'a> {
             }
             None => {}
         }
-        Self {
-            shape,
-            learn,
-            ..Self::new(out, ctx)
-        }
+        Self::open(ctx, shape, learn)
+    }
+
+    /// This object's state.
+    #[inline(always)]
+    fn frame(frames: &mut [Frame]) -> &mut Frame {
+        frames
+            .last_mut()
+            .expect("a live Members owns the last frame")
     }
 
     /// A struct member: its written key comes from the shape while the members follow it.
+    #[inline(always)]
     fn field<T: Serialize + ?Sized>(&mut self, name: &'static str, value: &T) -> R {
-        if let Some(shape) = self.ctx.shapes.get(self.shape as usize) {
-            let i = self.count as usize;
+        let Ctx {
+            out,
+            frames,
+            shapes,
+            learning,
+            ..
+        } = &mut *self.ctx;
+        let frame = Self::frame(frames);
+        if let Some(shape) = shapes.get(frame.shape as usize) {
+            let i = frame.count as usize;
             if shape.fields.get(i) == Some(&id(name)) {
+                frame.count += 1;
                 if i != 0 {
-                    self.out.push(b',');
+                    out.push(b',');
                 }
-                let start = self.out.len();
-                shape.keys[i].write(self.out);
-                let key_end = self.out.len();
-                self.out.push(b':');
-                write(self.out, self.ctx, value)?;
+                let start = out.len();
+                shape.keys[i].write(out);
+                let key_end = out.len();
+                out.push(b':');
+                nested(self.ctx, value)?;
+                let end = self.ctx.out.len();
                 self.ctx.spans.push(Span {
                     start,
                     key_end,
-                    end: self.out.len(),
+                    end,
                 });
-                self.count += 1;
                 return Ok(());
             }
-            self.shape = NONE;
+            frame.shape = NONE;
         }
-        if self.learn != NONE {
-            self.ctx.learning.push(name);
+        if frame.learn != NONE {
+            learning.push(name);
         }
         self.member(name, value)
     }
 
     fn member<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> R {
-        self.count += 1;
-        if self.ctx.spans.len() != self.base {
-            self.out.push(b',');
+        let Ctx {
+            out, frames, spans, ..
+        } = &mut *self.ctx;
+        let frame = Self::frame(frames);
+        frame.count += 1;
+        if spans.len() != frame.base {
+            out.push(b',');
         }
-        let start = self.out.len();
-        self.escaped |= escape(self.out, name);
-        let key_end = self.out.len();
-        self.out.push(b':');
-        write(self.out, self.ctx, value)?;
-        let end = self.out.len();
+        let start = out.len();
+        frame.escaped |= escape(out, name);
+        let key_end = out.len();
+        out.push(b':');
+        nested(self.ctx, value)?;
+        let end = self.ctx.out.len();
         self.ctx.spans.push(Span {
             start,
             key_end,
@@ -330,13 +425,22 @@ impl<'a> Members<'a> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish(self) -> R {
-        if let Some(shape) = self.ctx.shapes.get(self.shape as usize) {
-            if self.count as usize == shape.fields.len() && shape.order.is_empty() {
+        let Ctx {
+            out,
+            frames,
+            shapes,
+            spans,
+            ..
+        } = &mut *self.ctx;
+        let frame = *Self::frame(frames);
+        if let Some(shape) = shapes.get(frame.shape as usize) {
+            if frame.count as usize == shape.fields.len() && shape.order.is_empty() {
                 // Every member came by the shape's names, which are sorted.
-                self.ctx.spans.truncate(self.base);
-                self.out.push(b'}');
+                frames.pop();
+                spans.truncate(frame.base);
+                out.push(b'}');
                 return Ok(());
             }
         }
@@ -346,48 +450,59 @@ impl<'a> Members<'a> {
     /// [`finish`](Self::finish) of an object whose members may need reordering or learning.
     #[inline(never)]
     fn reorder(self) -> R {
+        let result = Self::reorder_in(self.ctx);
+        if result.is_err() {
+            self.ctx.failed = true;
+        }
+        result
+    }
+
+    fn reorder_in(ctx: &mut Ctx) -> R {
         let Ctx {
+            out,
+            frames,
             spans,
             order,
             scratch,
             shapes,
             learning,
             ..
-        } = &mut *self.ctx;
-        let spans = &spans[self.base..];
+        } = ctx;
+        let frame = frames.pop().expect("a live Members owns the last frame");
+        let members = &spans[frame.base..];
         // The members came by a shape's names, in its order: its sorted order is known.
         let known = shapes
-            .get(self.shape as usize)
-            .filter(|s| self.count as usize == s.fields.len() && self.count != 0);
+            .get(frame.shape as usize)
+            .filter(|s| frame.count as usize == s.fields.len() && frame.count != 0);
         let order: &[usize] = match known {
             Some(shape) => &shape.order,
-            None if spans.is_empty() => &[],
+            None if members.is_empty() => &[],
             None => {
-                let sorted = if self.escaped {
-                    let names = spans
+                let sorted = if frame.escaped {
+                    let names = members
                         .iter()
-                        .map(|s| serde_json::from_slice::<String>(&self.out[s.start..s.key_end]))
+                        .map(|s| serde_json::from_slice::<String>(&out[s.start..s.key_end]))
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(|e| CanonError::new(e.to_string()))?;
-                    sort_members(order, spans.len(), |i| &names[i])?
+                    sort_members(order, members.len(), |i| &names[i])?
                 } else {
                     // Unescaped names are their own bytes between the quotes.
-                    let out = &*self.out;
-                    sort_members(order, spans.len(), |i| {
-                        &out[spans[i].start + 1..spans[i].key_end - 1]
+                    let out = &*out;
+                    sort_members(order, members.len(), |i| {
+                        &out[members[i].start + 1..members[i].key_end - 1]
                     })?
                 };
                 if sorted {
                     order.clear();
                 }
                 if let Some((&name, fields)) = learning
-                    .get(self.learn as usize..)
+                    .get(frame.learn as usize..)
                     .and_then(<[_]>::split_first)
                 {
-                    if !self.escaped && fields.len() == spans.len() {
-                        let keys = spans
+                    if !frame.escaped && fields.len() == members.len() {
+                        let keys = members
                             .iter()
-                            .map(|s| Key::new(&self.out[s.start..s.key_end]))
+                            .map(|s| Key::new(&out[s.start..s.key_end]))
                             .collect();
                         shapes.push(Shape {
                             name: id(name),
@@ -400,45 +515,49 @@ impl<'a> Members<'a> {
                 order
             }
         };
-        if self.learn != NONE {
-            learning.truncate(self.learn as usize);
+        if frame.learn != NONE {
+            learning.truncate(frame.learn as usize);
         }
         if !order.is_empty() {
             scratch.clear();
-            scratch.extend_from_slice(&self.out[self.open..]);
-            self.out.truncate(self.open);
+            scratch.extend_from_slice(&out[frame.open..]);
+            out.truncate(frame.open);
             for (i, &k) in order.iter().enumerate() {
-                let Span { start, end, .. } = &spans[k];
+                let Span { start, end, .. } = &members[k];
                 if i != 0 {
-                    self.out.push(b',');
+                    out.push(b',');
                 }
-                self.out
-                    .extend_from_slice(&scratch[start - self.open..end - self.open]);
+                out.extend_from_slice(&scratch[start - frame.open..end - frame.open]);
             }
         }
-        self.ctx.spans.truncate(self.base);
-        self.out.push(b'}');
+        spans.truncate(frame.base);
+        out.push(b'}');
         Ok(())
     }
 }
 
-/// The elements of an array being written.
+/// The elements of an array being written: `[` is written when it opens, so an element
+/// follows another exactly when the output does not end with `[` (no complete value does).
 struct Elements<'a> {
-    out: &'a mut Vec<u8>,
     ctx: &'a mut Ctx,
-    any: bool,
 }
 
-impl Elements<'_> {
+impl<'a> Elements<'a> {
+    #[inline(always)]
+    fn open(ctx: &'a mut Ctx) -> Self {
+        ctx.out.push(b'[');
+        Self { ctx }
+    }
+
     fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
-        self.out.push(if self.any { b',' } else { b'[' });
-        self.any = true;
-        write(self.out, self.ctx, value)
+        if self.ctx.out.last() != Some(&b'[') {
+            self.ctx.out.push(b',');
+        }
+        nested(self.ctx, value)
     }
 
     fn finish(self) -> R {
-        self.out
-            .extend_from_slice(if self.any { b"]" } else { b"[]" });
+        self.ctx.out.push(b']');
         Ok(())
     }
 }
@@ -470,48 +589,48 @@ impl<'a> ser::Serializer for Canon<'a> {
         self.scalar(v)
     }
     fn serialize_i8(self, v: i8) -> R {
-        number!(self.out, write_i8, v)
+        number!(&mut self.ctx.out, write_i8, v)
     }
     fn serialize_i16(self, v: i16) -> R {
-        number!(self.out, write_i16, v)
+        number!(&mut self.ctx.out, write_i16, v)
     }
     fn serialize_i32(self, v: i32) -> R {
-        number!(self.out, write_i32, v)
+        number!(&mut self.ctx.out, write_i32, v)
     }
     fn serialize_i64(self, v: i64) -> R {
-        number!(self.out, write_i64, v)
+        number!(&mut self.ctx.out, write_i64, v)
     }
     fn serialize_i128(self, v: i128) -> R {
-        number!(self.out, write_i128, v)
+        number!(&mut self.ctx.out, write_i128, v)
     }
     fn serialize_u8(self, v: u8) -> R {
-        number!(self.out, write_u8, v)
+        number!(&mut self.ctx.out, write_u8, v)
     }
     fn serialize_u16(self, v: u16) -> R {
-        number!(self.out, write_u16, v)
+        number!(&mut self.ctx.out, write_u16, v)
     }
     fn serialize_u32(self, v: u32) -> R {
-        number!(self.out, write_u32, v)
+        number!(&mut self.ctx.out, write_u32, v)
     }
     fn serialize_u64(self, v: u64) -> R {
-        number!(self.out, write_u64, v)
+        number!(&mut self.ctx.out, write_u64, v)
     }
     fn serialize_u128(self, v: u128) -> R {
-        number!(self.out, write_u128, v)
+        number!(&mut self.ctx.out, write_u128, v)
     }
     fn serialize_f32(self, v: f32) -> R {
         finite(f64::from(v))?;
-        number!(self.out, write_f32, v)
+        number!(&mut self.ctx.out, write_f32, v)
     }
     fn serialize_f64(self, v: f64) -> R {
         finite(v)?;
-        number!(self.out, write_f64, v)
+        number!(&mut self.ctx.out, write_f64, v)
     }
     fn serialize_char(self, v: char) -> R {
         self.scalar(v)
     }
     fn serialize_str(self, v: &str) -> R {
-        string(self.out, v);
+        string(&mut self.ctx.out, v);
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> R {
@@ -522,7 +641,7 @@ impl<'a> ser::Serializer for Canon<'a> {
         ser::SerializeSeq::end(seq)
     }
     fn serialize_none(self) -> R {
-        self.out.extend_from_slice(b"null");
+        self.ctx.out.extend_from_slice(b"null");
         Ok(())
     }
     fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> R {
@@ -550,11 +669,7 @@ impl<'a> ser::Serializer for Canon<'a> {
         Err(unsupported("an enum variant with data"))
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Elements<'a>, CanonError> {
-        Ok(Elements {
-            out: self.out,
-            ctx: self.ctx,
-            any: false,
-        })
+        Ok(Elements::open(self.ctx))
     }
     fn serialize_tuple(self, len: usize) -> Result<Elements<'a>, CanonError> {
         self.serialize_seq(Some(len))
@@ -576,10 +691,11 @@ impl<'a> ser::Serializer for Canon<'a> {
         Err(unsupported("an enum variant with data"))
     }
     fn serialize_map(self, _: Option<usize>) -> Result<Members<'a>, CanonError> {
-        Ok(Members::new(self.out, self.ctx))
+        Ok(Members::new(self.ctx))
     }
+    #[inline(always)]
     fn serialize_struct(self, name: &'static str, _: usize) -> Result<Members<'a>, CanonError> {
-        Ok(Members::of_struct(self.out, self.ctx, name))
+        Ok(Members::of_struct(self.ctx, name))
     }
     fn serialize_struct_variant(
         self,
@@ -628,9 +744,11 @@ impl ser::SerializeTupleStruct for Elements<'_> {
 impl ser::SerializeStruct for Members<'_> {
     type Ok = ();
     type Error = CanonError;
+    #[inline(always)]
     fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> R {
         self.field(name, v)
     }
+    #[inline(always)]
     fn end(self) -> R {
         self.finish()
     }
@@ -828,5 +946,52 @@ mod tests {
         let mut f = Vec::new();
         write(&mut f, &mut Ctx::default(), &0.1f32).unwrap();
         assert_eq!(f, b"0.1");
+    }
+
+    /// A `Serialize` impl that drops an error and goes on cannot make a write succeed, and
+    /// the writer is clean for the next value.
+    #[test]
+    fn swallowed_errors_fail_the_write() {
+        use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
+        /// Drops the error of a NaN member and ends the struct anyway.
+        struct Swallow;
+        impl Serialize for Swallow {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_struct("Swallow", 2)?;
+                let _ = m.serialize_field("bad", &f32::NAN);
+                m.serialize_field("good", &1u8)?;
+                m.end()
+            }
+        }
+        /// A struct whose member fails: its impl returns the error with the struct open.
+        #[derive(Serialize)]
+        struct Fails {
+            x: f64,
+        }
+        /// Drops the errors of structs that failed inside an array, one of them left open.
+        struct SwallowNested;
+        impl Serialize for SwallowNested {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut q = s.serialize_seq(None)?;
+                let _ = q.serialize_element(&Swallow);
+                let _ = q.serialize_element(&Fails { x: f64::NAN });
+                q.serialize_element(&2u8)?;
+                q.end()
+            }
+        }
+        #[derive(Serialize)]
+        struct Good {
+            z: [u8; 2],
+            a: Option<u8>,
+        }
+        let mut ctx = Ctx::default();
+        for _ in 0..2 {
+            assert!(write(&mut Vec::new(), &mut ctx, &Swallow).is_err());
+            assert!(write(&mut Vec::new(), &mut ctx, &SwallowNested).is_err());
+            assert!(ctx.frames.is_empty() && ctx.spans.is_empty() && ctx.learning.is_empty());
+            let mut out = Vec::new();
+            write(&mut out, &mut ctx, &Good { z: [1, 2], a: None }).unwrap();
+            assert_eq!(out, br#"{"a":null,"z":[1,2]}"#);
+        }
     }
 }
