@@ -21,12 +21,12 @@ use super::mapping::{
     has_refs, rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor,
 };
 use super::record::{is_schema_name, WorldV2};
-use crate::buckets::{bucket_sort, top16};
-use crate::hint::prefetch_bytes;
+use crate::buckets::{sort_by_high32, sort_ties};
+use crate::hint::{prefetch, prefetch_bytes};
 use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
-use crate::world::{DurableError, DurableOps, EntityId, EntityKey, PoolsRefList, WorldError};
+use crate::world::{DurableError, DurableOps, EntityId, PoolsRefList, WorldError};
 
 /// Why a world was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,39 +123,40 @@ where
             Key::new(&k)
         })
         .collect();
-    // Pass 1, in slot order (the binding table and the names are read front to back): the
-    // saved entities, their names and label candidates. Then the canonical (UUID) order.
-    let mut rows: Vec<Row<'_>> = Vec::with_capacity(durable.bindings().len());
+    // Pass 1, in slot order (the binding table and the names are read front to back): by
+    // slot, each saved entity's UUID, name, generation and whether its name may be its label;
+    // the UUID order's sort keys and the label candidates' name hashes. Everything after this
+    // pass reads per-slot tables, so no per-entity row is ever moved.
+    let hierarchy = durable.hierarchy();
+    let mut saved = Saved::default();
+    let mut keyed: Vec<u64> = Vec::with_capacity(durable.bindings().len());
+    let mut named: Vec<u64> = Vec::new();
     let mut name_bytes = 0;
-    // Each saved entity's UUID by slot (the slots ascend here, so this is written front to
-    // back): pass 2 turns a link into its target's UUID with one read.
-    let mut objects: Vec<[u8; 16]> = Vec::new();
-    for (k, e, _) in durable.bindings().iter() {
-        if k.instance != instance || !registry.is_alive(e) {
+    let owner = registry.owner();
+    for (slot, generation, object) in durable.bindings().iter_instance(instance) {
+        if !registry.is_alive(EntityId::from_raw_parts(owner, slot, generation)) {
             continue;
         }
-        let name = world.name(e).map_err(SaveError::World)?;
+        let name = hierarchy.name(slot);
         name_bytes += name.len();
-        objects.resize(e.slot() as usize, [0; 16]);
-        objects.push(*k.object.as_bytes());
-        rows.push(Row {
-            object: k.object,
-            slot: EntityKey::of(e),
-            name,
-            hash: name_hash(name.as_bytes()),
-            label: is_legacy_id(name),
-        });
+        let label = is_legacy_id(name);
+        saved.push(slot, generation, object, name, label);
+        keyed.push(sort_key(object, slot));
+        if label {
+            named.push(u64::from(name_hash(name.as_bytes())) << 32 | u64::from(slot));
+        }
     }
-    bucket_sort(&mut rows, |r| top16(r.key()), |a, b| a.key().cmp(&b.key()));
-    settle_labels(&mut rows);
+    // The canonical order: the UUIDs' top 32 bits, ties by the whole UUID.
+    sort_by_high32(&mut keyed);
+    sort_ties(&mut keyed, |a, b| saved.key(a).cmp(&saved.key(b)));
+    saved.rank(&keyed);
+    settle_labels(&mut saved, &keyed, named);
     // Pass 2, over each pool in dense order: every saved entity's value, links rewritten to
     // UUIDs, copied to its rank in a column of its own (so pass 3 reads front to back too).
-    let ranks = Ranks::new(&rows, objects.len());
     let mut gather = Gather {
         world,
-        rows: rows.len(),
-        objects: &objects,
-        ranks: &ranks,
+        rows: keyed.len(),
+        saved: &saved,
         columns: Vec::with_capacity(W::NAMES.len()),
         outside: Vec::new(),
     };
@@ -169,22 +170,29 @@ where
     let first = outside.iter().map(|&(rank, _)| rank).min();
     outside.retain(|&(rank, _)| Some(rank) == first);
     // Pass 3, in UUID order, straight into the output: the uuid, label and name of each
-    // entity, then its components from the columns. Only the names are read out of order, so
-    // they are prefetched `PREFETCH` entities ahead.
+    // entity, then its components from the columns. The slot tables and the names are read
+    // out of order, so they are prefetched ahead (the tables `2 * PREFETCH` entities ahead,
+    // the name bytes they point at `PREFETCH` ahead).
     let mut out =
-        Vec::with_capacity(128 + schema.len() + 2 * name_bytes + rows.len() * ROW_BYTES_GUESS);
+        Vec::with_capacity(128 + schema.len() + 2 * name_bytes + keyed.len() * ROW_BYTES_GUESS);
     out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
     canonical::string(&mut out, schema);
     out.extend_from_slice(b",\n  \"document\": \"");
     push_uuid(&mut out, &document.as_uuid());
     out.extend_from_slice(b"\",\n  \"entities\": [");
     let mut text = [0u8; UUID_TEXT_LEN];
-    let mut ctx = Ctx::default();
-    for (rank, r) in rows.iter().enumerate() {
-        if let Some(ahead) = rows.get(rank + PREFETCH) {
-            prefetch_bytes(ahead.name.as_bytes());
+    let mut ctx = Ctx::new(out);
+    for (rank, &v) in keyed.iter().enumerate() {
+        if let Some(&far) = keyed.get(rank + 2 * PREFETCH) {
+            saved.prefetch_slot(far as u32);
         }
-        format_uuid(&r.object.as_uuid(), &mut text);
+        if let Some(&ahead) = keyed.get(rank + PREFETCH) {
+            prefetch_bytes(saved.name(ahead as u32).as_bytes());
+        }
+        let slot = v as u32;
+        let (object, name, label) = (saved.key(slot), saved.name(slot), saved.label(slot));
+        let out = ctx.out();
+        format_uuid(&Uuid::from_u128(object), &mut text);
         out.extend_from_slice(if rank == 0 {
             b"\n    {\"uuid\":\""
         } else {
@@ -193,28 +201,27 @@ where
         out.extend_from_slice(&text); // a fixed-size copy
         out.extend_from_slice(b"\",\"label\":\"");
         // A legacy id needs no escape.
-        if r.label {
-            out.extend_from_slice(r.name.as_bytes());
+        if label {
+            out.extend_from_slice(name.as_bytes());
         } else {
             out.extend_from_slice(&text);
         }
         out.extend_from_slice(b"\",\"name\":");
-        if r.label {
+        if label {
             out.push(b'"');
-            out.extend_from_slice(r.name.as_bytes());
+            out.extend_from_slice(name.as_bytes());
             out.push(b'"');
         } else {
-            canonical::string(&mut out, r.name);
+            canonical::string(out, name);
         }
         out.extend_from_slice(b",\"components\":{");
         let mut save = SaveComponents {
             rank,
-            uuid: r.object,
+            uuid: object,
             columns: &columns,
             outside: &outside,
             names: W::NAMES,
             keys: &keys,
-            out: &mut out,
             ctx: &mut ctx,
             any: false,
             result: Ok(()),
@@ -223,9 +230,10 @@ where
             W::Components::visit_at(0, c, &mut save);
         }
         save.result?;
-        out.extend_from_slice(b"}}");
+        ctx.out().extend_from_slice(b"}}");
     }
-    out.extend_from_slice(if rows.is_empty() {
+    let mut out = ctx.into_out();
+    out.extend_from_slice(if keyed.is_empty() {
         b"]\n}\n"
     } else {
         b"\n  ]\n}\n"
@@ -240,70 +248,155 @@ const PREFETCH: usize = 8;
 /// pages are touched as they are written (and the `Vec` grows past it if a world needs more).
 const ROW_BYTES_GUESS: usize = 256;
 
-/// One saved entity: its UUID (its big-endian integer `key`: integer order is byte order),
-/// its slot and generation, its name and that name's hash, and whether the name is its label
-/// (else the UUID is).
-#[derive(Clone, Copy)]
-struct Row<'w> {
-    object: SourceObjectId,
-    slot: EntityKey,
-    name: &'w str,
-    hash: u32,
-    label: bool,
+/// The saved entities, by slot: every table is as long as the highest saved slot + 1, and
+/// pass 1 writes them front to back.
+#[derive(Default)]
+struct Saved<'w> {
+    /// Each saved slot's UUID, as its big-endian integer (integer order is byte order): pass 2
+    /// turns a link into its target's UUID with one read.
+    objects: Vec<u128>,
+    /// `(generation << 32) | (rank + 1)`, where the rank is the index in UUID order; 0 for a
+    /// slot not saved.
+    ranks: Vec<u64>,
+    names: Vec<&'w str>,
+    /// One bit per slot: its name is its label (else its UUID is).
+    labels: Vec<u64>,
 }
 
-impl Row<'_> {
+impl<'w> Saved<'w> {
+    fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, label: bool) {
+        let at = slot as usize;
+        if self.objects.len() <= at {
+            self.objects.resize(at + 1, 0);
+            self.ranks.resize(at + 1, 0);
+            self.names.resize(at + 1, "");
+            self.labels.resize(at / 64 + 1, 0);
+        }
+        self.objects[at] = object;
+        self.ranks[at] = u64::from(generation) << 32;
+        self.names[at] = name;
+        self.set_label(slot, label);
+    }
+
+    /// Sets each saved slot's rank: its index in `keyed` (`key << 32 | slot`, in UUID order).
+    fn rank(&mut self, keyed: &[u64]) {
+        for (rank, &v) in keyed.iter().enumerate() {
+            self.ranks[v as u32 as usize] |= rank as u64 + 1;
+        }
+    }
+
+    /// The UUID of a saved slot.
     #[inline(always)]
-    fn key(&self) -> u128 {
-        u128::from_be_bytes(*self.object.as_bytes())
+    fn key(&self, slot: u32) -> u128 {
+        self.objects[slot as usize]
+    }
+
+    #[inline(always)]
+    fn name(&self, slot: u32) -> &'w str {
+        self.names[slot as usize]
+    }
+
+    #[inline(always)]
+    fn label(&self, slot: u32) -> bool {
+        self.labels[slot as usize / 64] >> (slot % 64) & 1 != 0
+    }
+
+    fn set_label(&mut self, slot: u32, label: bool) {
+        let (word, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        if label {
+            self.labels[word] |= bit;
+        } else {
+            self.labels[word] &= !bit;
+        }
+    }
+
+    /// The rank of a saved slot.
+    #[inline(always)]
+    fn rank_of(&self, slot: u32) -> u32 {
+        (self.ranks[slot as usize] as u32).wrapping_sub(1)
+    }
+
+    /// The rank of the saved entity `(slot, generation)`.
+    #[inline(always)]
+    fn of(&self, slot: u32, generation: u32) -> Option<usize> {
+        let e = *self.ranks.get(slot as usize)?;
+        ((e >> 32) as u32 == generation && e as u32 != 0).then(|| (e as u32 - 1) as usize)
+    }
+
+    /// Asks for the table entries of `slot` that pass 3 reads.
+    #[inline(always)]
+    fn prefetch_slot(&self, slot: u32) {
+        if let (Some(o), Some(n)) = (
+            self.objects.get(slot as usize),
+            self.names.get(slot as usize),
+        ) {
+            prefetch(o);
+            prefetch(n);
+        }
+    }
+
+    /// Whether `uuid` is a saved entity's, by a binary search of `keyed` (UUID order).
+    fn contains(&self, keyed: &[u64], uuid: u128) -> bool {
+        let top = (uuid >> 96) as u64;
+        let from = keyed.partition_point(|&v| v >> 32 < top);
+        keyed[from..]
+            .iter()
+            .take_while(|&&v| v >> 32 == top)
+            .any(|&v| self.key(v as u32) == uuid)
     }
 }
 
-/// Labels, over rows in UUID order: a legacy-id name is the label unless it spells a saved
-/// UUID or an earlier row has the same name. Duplicates are found by sorting (hash, name,
-/// rank), so a crafted set of colliding names costs `n log n` compares, never `n²`.
-fn settle_labels(rows: &mut [Row<'_>]) {
-    for i in 0..rows.len() {
-        if rows[i].label && rows[i].name.len() == UUID_TEXT_LEN {
-            let spelled = rows[i].name.parse::<Uuid>().ok();
-            if spelled.is_some_and(|u| rows.binary_search_by_key(&u.as_u128(), Row::key).is_ok()) {
-                rows[i].label = false;
+/// The canonical (UUID) order's sort key of a saved slot: its UUID's top 32 bits, then the slot.
+fn sort_key(object: u128, slot: u32) -> u64 {
+    ((object >> 96) as u64) << 32 | u64::from(slot)
+}
+
+/// Labels: a legacy-id name is the label unless it spells a saved UUID or an entity earlier in
+/// UUID order has the same name. `named` holds each candidate's `name hash << 32 | slot`;
+/// duplicates are found by sorting it by hash and each run of tied hashes by (name, rank), so a
+/// crafted set of colliding names costs `n log n` compares, never `n²`.
+fn settle_labels(saved: &mut Saved<'_>, keyed: &[u64], mut named: Vec<u64>) {
+    for &v in &named {
+        let slot = v as u32;
+        if saved.name(slot).len() == UUID_TEXT_LEN {
+            let spelled = saved.name(slot).parse::<Uuid>().ok();
+            if spelled.is_some_and(|u| saved.contains(keyed, u.as_u128())) {
+                saved.set_label(slot, false);
             }
         }
     }
-    // (hash, rank): sorted on their own, so the rows are read only where two hashes tie.
-    let mut named: Vec<(u32, u32)> = (0..rows.len() as u32)
-        .filter(|&i| rows[i as usize].label)
-        .map(|i| (rows[i as usize].hash, i))
-        .collect();
-    bucket_sort(
-        &mut named,
-        |&(h, _)| (h >> 16) as u16,
-        |&(ha, a), &(hb, b)| {
-            ha.cmp(&hb)
-                .then_with(|| rows[a as usize].name.cmp(rows[b as usize].name))
-                .then(a.cmp(&b))
-        },
-    );
-    let taken: Vec<usize> = named
-        .windows(2)
-        .map(|w| (w[0], w[1].0, w[1].1 as usize))
-        .filter(|&((h, a), hb, b)| h == hb && rows[a as usize].name == rows[b].name)
-        .map(|(_, _, b)| b)
-        .collect();
-    for i in taken {
-        rows[i].label = false;
+    sort_by_high32(&mut named);
+    sort_ties(&mut named, |a, b| {
+        (saved.name(a), saved.rank_of(a)).cmp(&(saved.name(b), saved.rank_of(b)))
+    });
+    for w in 1..named.len() {
+        let (a, b) = (named[w - 1], named[w]);
+        if a >> 32 == b >> 32 && saved.name(a as u32) == saved.name(b as u32) {
+            saved.set_label(b as u32, false);
+        }
     }
+}
+
+/// The `SourceObjectId` of a saved UUID (for errors only).
+fn object_id(uuid: u128) -> SourceObjectId {
+    SourceObjectId::from_uuid(Uuid::from_u128(uuid))
+        .expect("a binding table holds only version-4 object ids")
 }
 
 /// A cheap hash of a name (64-bit multiply-rotate over 8-byte words, folded to 32 bits); only
 /// its collisions' cost matters, and [`settle_labels`] bounds that.
 fn name_hash(name: &[u8]) -> u32 {
+    let mix = |h: u64, word: u64| (h.rotate_left(23) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut h = name.len() as u64;
-    for chunk in name.chunks(8) {
+    let mut words = name.chunks_exact(8);
+    for w in &mut words {
+        h = mix(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
         let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        word[..tail.len()].copy_from_slice(tail);
+        h = mix(h, u64::from_le_bytes(word));
     }
     (h >> 32) as u32 ^ h as u32
 }
@@ -311,28 +404,6 @@ fn name_hash(name: &[u8]) -> u32 {
 fn push_uuid(out: &mut Vec<u8>, uuid: &Uuid) {
     let mut buf = [0u8; UUID_TEXT_LEN];
     out.extend_from_slice(format_uuid(uuid, &mut buf).as_bytes());
-}
-
-/// Each saved entity's rank (its index in UUID order), by slot: `(generation << 32) | (rank +
-/// 1)`, 0 for a slot not saved. Zeroed memory, so only the pages of saved slots are touched.
-struct Ranks(Vec<u64>);
-
-impl Ranks {
-    fn new(rows: &[Row<'_>], slots: usize) -> Self {
-        let mut table = vec![0u64; slots];
-        for (rank, r) in rows.iter().enumerate() {
-            table[r.slot.slot() as usize] =
-                u64::from(r.slot.generation()) << 32 | (rank as u64 + 1);
-        }
-        Self(table)
-    }
-
-    /// The rank of the saved entity `(slot, generation)`.
-    #[inline(always)]
-    fn of(&self, slot: u32, generation: u32) -> Option<usize> {
-        let e = *self.0.get(slot as usize)?;
-        ((e >> 32) as u32 == generation && e as u32 != 0).then(|| (e as u32 - 1) as usize)
-    }
 }
 
 /// One component's values in UUID order: `bytes[rank * size_of::<T>()..]` holds the value of
@@ -358,9 +429,7 @@ struct Gather<'a, W> {
     world: &'a W,
     /// Saved entities.
     rows: usize,
-    /// The UUID of each saved entity, by slot.
-    objects: &'a [[u8; 16]],
-    ranks: &'a Ranks,
+    saved: &'a Saved<'a>,
     columns: Vec<Column>,
     outside: Vec<(usize, usize)>,
 }
@@ -376,21 +445,21 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
         if let Some(pool) = self.world.parts_ref().1.get::<T>() {
             let registry = self.world.registry();
             for (key, value) in pool.owners().keys().iter().zip(pool.values()) {
-                let Some(rank) = self.ranks.of(key.slot(), key.generation()) else {
+                let Some(rank) = self.saved.of(key.slot(), key.generation()) else {
                     continue;
                 };
                 let mut copy = *value;
                 if has_refs::<W, T>() {
-                    let (objects, ranks) = (self.objects, self.ranks);
+                    let saved = self.saved;
                     let mut outside = false;
                     rewrite_refs::<W, T>(bytemuck::bytes_of_mut(&mut copy), &mut |_, r| {
                         if r.is_null() {
                             return;
                         }
                         if r.owner() == registry.owner()
-                            && ranks.of(r.slot(), r.generation()).is_some()
+                            && saved.of(r.slot(), r.generation()).is_some()
                         {
-                            *r = uuid_bits(Uuid::from_bytes(objects[r.slot() as usize]));
+                            *r = uuid_bits(Uuid::from_u128(saved.key(r.slot())));
                             return;
                         }
                         if registry.is_alive(*r) {
@@ -417,14 +486,15 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
 /// Pass 3: the components of the entity at `rank`, in the order visited (by name).
 struct SaveComponents<'a> {
     rank: usize,
-    uuid: SourceObjectId,
+    /// Its UUID (big-endian integer).
+    uuid: u128,
     columns: &'a [Column],
     /// The (rank, component) pairs with a link outside the saved scope, of one rank at most.
     outside: &'a [(usize, usize)],
     names: &'static [&'static str],
     /// Each component's written key, by roster index.
     keys: &'a [Key],
-    out: &'a mut Vec<u8>,
+    /// The writer, holding the output.
     ctx: &'a mut Ctx,
     any: bool,
     result: Result<(), SaveError>,
@@ -441,30 +511,31 @@ impl RecordVisitor for SaveComponents<'_> {
         let component = self.names[index];
         if self.outside.contains(&(self.rank, index)) {
             self.result = Err(SaveError::UnsavedTarget {
-                entity: self.uuid,
+                entity: object_id(self.uuid),
                 component: component.to_owned(),
             });
             return;
         }
-        let mark = self.out.len();
+        let out = self.ctx.out();
+        let mark = out.len();
         if self.any {
-            self.out.push(b',');
+            out.push(b',');
         }
-        self.keys[index].write(self.out);
-        let at = self.out.len();
-        if let Err(e) = canonical::write(self.out, self.ctx, &copy) {
-            self.out.truncate(mark);
+        self.keys[index].write(out);
+        let at = out.len();
+        if let Err(e) = self.ctx.value(&copy) {
+            self.ctx.out().truncate(mark);
             self.result = Err(SaveError::Component {
-                entity: self.uuid,
+                entity: object_id(self.uuid),
                 component: component.to_owned(),
                 message: e.0.into(),
             });
             return;
         }
-        if self.out.get(at) != Some(&b'{') {
-            self.out.truncate(mark);
+        if self.ctx.out().get(at) != Some(&b'{') {
+            self.ctx.out().truncate(mark);
             self.result = Err(SaveError::Component {
-                entity: self.uuid,
+                entity: object_id(self.uuid),
                 component: component.to_owned(),
                 message: "its serde form is not an object".into(),
             });
