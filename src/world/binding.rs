@@ -1268,6 +1268,39 @@ mod tests {
         assert!(t.check_consistent());
     }
 
+    /// `iter_instance` yields exactly one scope's bindings, in slot order, with the object
+    /// UUID as its big-endian integer; `iter` agrees.
+    #[test]
+    fn iter_instance_is_one_scope_in_slot_order() {
+        let (reg, mut t, es) = setup(12);
+        let batch: std::vec::Vec<_> = (0..10)
+            .rev()
+            .map(|i| Activation::new(es[i], key(1 + i as u128 % 3, i as u128)))
+            .collect();
+        t.try_activate(&reg, &batch).unwrap();
+        for scope in 1..=3u128 {
+            let instance = key(scope, 0).instance;
+            let got: std::vec::Vec<_> = t.iter_instance(instance).collect();
+            let want: std::vec::Vec<_> = t
+                .iter()
+                .filter(|(k, _, _)| k.instance == instance)
+                .map(|(k, e, _)| {
+                    let object = u128::from_be_bytes(*k.object.as_uuid().as_bytes());
+                    (e.slot(), e.generation(), object)
+                })
+                .collect();
+            let slots: std::vec::Vec<u32> = (0..10).filter(|i| 1 + i % 3 == scope as u32).collect();
+            assert_eq!(got.iter().map(|g| g.0).collect::<std::vec::Vec<_>>(), slots);
+            assert_eq!(got, want);
+            for (slot, _, object) in got {
+                assert_eq!(
+                    object,
+                    key(scope, u128::from(slot)).object.as_uuid().as_u128()
+                );
+            }
+        }
+    }
+
     /// `lookup_batch` equals `lookup` key by key: hits, misses, stale bindings, a reservation
     /// in progress, and a tag collision (a secret with equal object words makes a key with
     /// its object words swapped collide with the bound one), over several blocks.
