@@ -136,12 +136,12 @@ fn needs_escape(s: &[u8]) -> bool {
 /// fields were stored (a store-forwarding stall on every struct a component writes).
 #[derive(Debug, Default)]
 pub(crate) struct Ctx {
-    /// The caller's output, swapped in for the duration of one [`write`].
+    /// The output: every value written is appended here.
     out: Vec<u8>,
     /// The open objects, innermost last; each [`Members`] owns the last one while it lives.
     frames: Vec<Frame>,
     /// Some error crossed the writer (a `Serialize` impl that drops an `Err` and goes on
-    /// cannot make [`write`] succeed).
+    /// cannot make [`Ctx::value`] succeed).
     failed: bool,
     /// Each member's `"name":value` text in the output (a stack over the open objects).
     spans: Vec<Span>,
@@ -291,6 +291,7 @@ struct Span {
 
 /// The members of an object being written, in the order they come; [`finish`](Self::finish)
 /// reorders them by name when they did not come sorted.
+///
 /// Its state is the last of `ctx.frames`, pushed when it opens and popped when it finishes.
 struct Members<'a> {
     ctx: &'a mut Ctx,

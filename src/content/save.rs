@@ -335,14 +335,16 @@ impl<'w> Saved<'w> {
         }
     }
 
-    /// Whether `uuid` is a saved entity's, by a binary search of `keyed` (UUID order).
+    /// Whether `uuid` is a saved entity's: binary searches of `keyed` (UUID order), for the
+    /// run of its top 32 bits, then within that run by the whole UUID (so crafted UUIDs that
+    /// share their top bits cost `log n` each, not a walk of their run).
     fn contains(&self, keyed: &[u64], uuid: u128) -> bool {
         let top = (uuid >> 96) as u64;
         let from = keyed.partition_point(|&v| v >> 32 < top);
-        keyed[from..]
-            .iter()
-            .take_while(|&&v| v >> 32 == top)
-            .any(|&v| self.key(v as u32) == uuid)
+        let to = keyed.partition_point(|&v| v >> 32 <= top);
+        keyed[from..to]
+            .binary_search_by(|&v| self.key(v as u32).cmp(&uuid))
+            .is_ok()
     }
 }
 
