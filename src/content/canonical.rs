@@ -995,4 +995,69 @@ mod tests {
             assert_eq!(out, br#"{"a":null,"z":[1,2]}"#);
         }
     }
+
+    /// Any JSON value (nested maps and arrays, keys and strings that need escapes, every kind
+    /// of number), alone and inside a struct whose members come unsorted, written through one
+    /// reused `Ctx`: always the reference.
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        fn value() -> impl Strategy<Value = Value> {
+            // Letters, a quote, a backslash, a control byte and a two-byte character.
+            let text = "[a-c\"\\\\\u{1}é]{0,3}";
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                (-1e6f64..1e6).prop_map(Value::from),
+                text.prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 32, 4, move |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map(text, inner, 0..4)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        #[derive(Serialize)]
+        struct Holder {
+            z: Value,
+            b: Vec<Value>,
+            a: Option<Value>,
+        }
+
+        fn config() -> ProptestConfig {
+            let mut c = ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 512 });
+            c.failure_persistence = None;
+            c
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn any_value_writes_the_reference(vs in prop::collection::vec(value(), 1..4)) {
+                let mut ctx = Ctx::default();
+                for v in &vs {
+                    let mut out = Vec::new();
+                    write(&mut out, &mut ctx, v).unwrap();
+                    prop_assert_eq!(String::from_utf8(out).unwrap(), reference(v));
+                    let h = Holder {
+                        z: v.clone(),
+                        b: vs.clone(),
+                        a: (vs.len() % 2 == 0).then(|| v.clone()),
+                    };
+                    let mut out = Vec::new();
+                    write(&mut out, &mut ctx, &h).unwrap();
+                    prop_assert_eq!(String::from_utf8(out).unwrap(), reference(&h));
+                }
+                prop_assert!(ctx.frames.is_empty() && ctx.spans.is_empty());
+            }
+        }
+    }
 }
