@@ -152,17 +152,21 @@ pub(crate) fn top16(key: u128) -> u16 {
 mod tests {
     use super::*;
 
-    /// Against a plain sort and a plain binary search, small and large, with random keys and
-    /// with keys that all share their top bits.
-    #[test]
-    fn agrees_with_a_plain_sort_and_search() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
+    /// A xorshift64 stream from `state` (nonzero).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    /// Against a plain sort and a plain binary search, small and large, with random keys and
+    /// with keys that all share their top bits.
+    #[test]
+    fn agrees_with_a_plain_sort_and_search() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let sizes: &[usize] = if cfg!(miri) {
             &[0, 1, 100]
         } else {
@@ -235,17 +239,12 @@ mod tests {
     }
 
     /// `sort_by_high32` against a plain stable sort (random tops, tops drawn from three
-    /// values, about two items per value; below and above the radix threshold), and `sort_ties` against a plain sort by
-    /// (top, rank of the low half in an outside table), as save uses them.
+    /// values, about two items per value; below and above the radix threshold), and
+    /// `sort_ties` against a plain sort by (top, rank of the low half in an outside table), as
+    /// save uses them.
     #[test]
     fn radix_and_ties_agree_with_plain_sorts() {
-        let mut state = 0x6a09_e667_f3bc_c909u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x6a09_e667_f3bc_c909);
         let sizes: &[usize] = if cfg!(miri) {
             &[0, 1, 50, RADIX_MIN + 3]
         } else {

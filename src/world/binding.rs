@@ -1177,10 +1177,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             .enumerate()
             .filter(move |(_, r)| r.generation != 0 && r.key.instance == want)
             .map(|(slot, r)| {
+                // The words hold the UUID's bytes in memory order: each is a big-endian half.
                 let [hi, lo] = r.key.object;
-                // The words hold the UUID's bytes in memory order.
-                let object = u128::from(u64::from_be_bytes(hi.to_ne_bytes())) << 64
-                    | u128::from(u64::from_be_bytes(lo.to_ne_bytes()));
+                let object = u128::from(u64::from_be(hi)) << 64 | u128::from(u64::from_be(lo));
                 (slot as u32, r.generation, object)
             })
     }
