@@ -1058,6 +1058,93 @@ mod tests {
                 }
                 prop_assert!(ctx.frames.is_empty() && ctx.spans.is_empty());
             }
+
+            /// Struct members in any sequence along a learned shape whose order is not sorted
+            /// (followed to the end, left halfway, left for other names, members named twice,
+            /// an error inside a member, shaped structs nested in members), through one
+            /// reused Ctx: each value appends the reference to the output, or fails and the
+            /// caller's truncation leaves the output as it was, and the writer is clean after
+            /// either.
+            #[test]
+            fn shaped_members_in_any_sequence(vs in prop::collection::vec(mixed(), 1..6)) {
+                let mut ctx = Ctx::new(b"[".to_vec());
+                let mut expected = "[".to_owned();
+                let learn = Mixed(vec![(0, Item::Num(1.0)), (1, Item::Num(2.0)), (2, Item::Num(3.0))]);
+                for v in std::iter::once(&learn).chain(&vs).chain([&learn]) {
+                    let at = ctx.out().len();
+                    let written = ctx.value(v);
+                    if v.valid() {
+                        prop_assert!(written.is_ok());
+                        expected += &reference(v);
+                    } else {
+                        prop_assert!(written.is_err());
+                        ctx.out().truncate(at);
+                    }
+                    prop_assert_eq!(std::str::from_utf8(ctx.out()).unwrap(), &expected);
+                    prop_assert!(ctx.frames.is_empty() && ctx.spans.is_empty());
+                    prop_assert!(ctx.learning.is_empty());
+                }
+            }
+        }
+
+        /// Member names: `NAMES[k]` is the same `&'static str` (address) on every use.
+        static NAMES: [&str; 4] = ["z", "y", "b", "q"];
+
+        /// A struct whose members (by index into `NAMES`) come in the listed sequence.
+        #[derive(Debug, Clone)]
+        struct Mixed(Vec<(usize, Item)>);
+
+        #[derive(Debug, Clone)]
+        enum Item {
+            Num(f32),
+            Inner(Mixed),
+        }
+
+        impl Mixed {
+            /// Writable: no member named twice, no non-finite number, at any depth.
+            fn valid(&self) -> bool {
+                let mut seen = [false; 4];
+                self.0.iter().all(|(k, v)| {
+                    !std::mem::replace(&mut seen[*k], true)
+                        && match v {
+                            Item::Num(x) => x.is_finite(),
+                            Item::Inner(m) => m.valid(),
+                        }
+                })
+            }
+        }
+
+        impl Serialize for Mixed {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct;
+                let mut st = s.serialize_struct("Mixed", self.0.len())?;
+                for (k, v) in &self.0 {
+                    st.serialize_field(NAMES[*k], v)?;
+                }
+                st.end()
+            }
+        }
+
+        impl Serialize for Item {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    Item::Num(x) => x.serialize(s),
+                    Item::Inner(m) => m.serialize(s),
+                }
+            }
+        }
+
+        fn mixed() -> impl Strategy<Value = Mixed> {
+            let num = prop_oneof![
+                // Quarters: the same shortest digits as f32 and as the reference's f64.
+                16 => (-4000i16..4000).prop_map(|q| Item::Num(f32::from(q) / 4.0)),
+                1 => Just(Item::Num(f32::NAN)),
+            ];
+            let flat = prop::collection::vec((0..4usize, num.clone()), 0..5).prop_map(Mixed);
+            flat.prop_recursive(2, 16, 4, move |inner| {
+                let item = prop_oneof![num.clone(), inner.prop_map(Item::Inner)];
+                prop::collection::vec((0..4usize, item), 0..5).prop_map(Mixed)
+            })
         }
     }
 }
