@@ -53,6 +53,11 @@ fn scatter<T: Copy, const BITS: u32>(
     top: impl Fn(&T) -> u16,
     mut cmp: impl FnMut(&T, &T) -> Ordering,
 ) -> Vec<u32> {
+    // The cursors are `u32`: more items would wrap them and leave indices unwritten.
+    assert!(
+        u32::try_from(items.len()).is_ok(),
+        "bucket_sort: 2^32 items or more"
+    );
     let buckets = 1usize << BITS;
     let bucket = |it: &T| usize::from(top(it) >> (16 - BITS));
     let mut next = vec![0u32; buckets + 1];
@@ -77,7 +82,8 @@ fn scatter<T: Copy, const BITS: u32>(
         "bucket_sort: `top` changed its answer"
     );
     // SAFETY: by the check above every index in `0..starts[buckets] == items.len()` was
-    // written (bounds-checked writes into the spare capacity, never past it).
+    // written (bounds-checked writes into the spare capacity, never past it; fewer than 2^32
+    // items, asserted first, so no `u32` cursor wrapped).
     unsafe { out.set_len(items.len()) };
     for w in starts.windows(2) {
         if w[1] - w[0] > 1 {

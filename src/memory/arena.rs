@@ -84,6 +84,11 @@ pub struct LinearArena<'buf> {
     limit: usize,
     /// Largest `used` before the last rewind (see `high_water()`).
     high_water: Cell<usize>,
+    /// The buffer came uninitialized ([`from_uninit`](Self::from_uninit)): byte views are
+    /// zeroed before they are handed out. Over [`new`](Self::new)'s buffer every byte is
+    /// initialized (the caller's bytes, or values the arena wrote), and must stay so: the caller
+    /// reads the buffer as `[u8]` once the arena is gone.
+    uninit: bool,
     _buf: PhantomData<&'buf mut [u8]>,
 }
 
@@ -96,11 +101,11 @@ impl<'buf> LinearArena<'buf> {
     /// An arena over `bytes`; the bytes are borrowed exclusively for the arena's lifetime.
     pub fn new(bytes: &'buf mut [u8]) -> Self {
         let len = bytes.len();
-        Self::over(NonNull::from(bytes).cast(), len)
+        Self::over(NonNull::from(bytes).cast(), len, false)
     }
 
     /// An arena over the `len` bytes at `base` (one exclusively borrowed buffer).
-    fn over(base: NonNull<u8>, len: usize) -> Self {
+    fn over(base: NonNull<u8>, len: usize, uninit: bool) -> Self {
         let start = base.as_ptr().addr();
         Self {
             base,
@@ -108,14 +113,16 @@ impl<'buf> LinearArena<'buf> {
             // No overflow: a Rust allocation never wraps the address space.
             limit: start + len,
             high_water: Cell::new(0),
+            uninit,
             _buf: PhantomData,
         }
     }
 
-    /// An arena over uninitialized bytes.
+    /// An arena over uninitialized bytes. Nothing is written here: typed allocations write
+    /// their values, and [`try_alloc_bytes`](Self::try_alloc_bytes) zeroes what it hands out.
     pub fn from_uninit(bytes: &'buf mut [MaybeUninit<u8>]) -> Self {
         let len = bytes.len();
-        Self::over(NonNull::from(bytes).cast(), len)
+        Self::over(NonNull::from(bytes).cast(), len, true)
     }
 
     /// Bytes in use, padding included.
@@ -144,7 +151,8 @@ impl<'buf> LinearArena<'buf> {
 
     /// Frees everything at once. No allocation can be alive: `&mut self` proves it.
     pub fn reset(&mut self) {
-        self.rewind(0);
+        // SAFETY: allocations borrow the arena, so `&mut self` proves none is alive.
+        unsafe { self.rewind(0) };
     }
 
     /// Runs `f` with a [`ScratchScope`] whose allocations are rewound when `f` returns (or
@@ -183,8 +191,10 @@ impl<'buf> LinearArena<'buf> {
 
     /// Rewinds the cursor to `to`, poisoning the released bytes in debug builds.
     ///
-    /// Callers guarantee that no allocation in `base[to..cursor]` is alive.
-    pub(crate) fn rewind(&self, to: usize) {
+    /// # Safety
+    /// No allocation in `base[to..cursor]` may be alive: the bytes are handed out again (and
+    /// overwritten with poison in debug builds).
+    pub(crate) unsafe fn rewind(&self, to: usize) {
         let cursor = self.used();
         debug_assert!(to <= cursor, "rewind forward: {to} > {cursor}");
         self.high_water.set(self.high_water());
@@ -197,15 +207,14 @@ impl<'buf> LinearArena<'buf> {
         self.top.set(self.base.as_ptr().addr() + to.min(cursor));
     }
 
-    /// Reserves uninitialized bytes.
+    /// Reserves `layout.size()` bytes. Their contents are unspecified: what the buffer held
+    /// (earlier allocations' bytes included) over [`new`](Self::new)'s buffer, zeros over
+    /// [`from_uninit`](Self::from_uninit)'s (its uninitialized bytes are never exposed).
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
     #[inline]
-    pub fn try_alloc_bytes(
-        &self,
-        layout: AllocationLayout,
-    ) -> Result<&mut [MaybeUninit<u8>], ArenaError> {
+    pub fn try_alloc_bytes(&self, layout: AllocationLayout) -> Result<&mut [u8], ArenaError> {
         alloc_bytes(self, layout)
     }
 
@@ -262,12 +271,20 @@ fn exhausted(layout: AllocationLayout, remaining: usize) -> ArenaError {
 pub(crate) fn alloc_bytes<'a>(
     arena: &'a LinearArena<'_>,
     layout: AllocationLayout,
-) -> Result<&'a mut [MaybeUninit<u8>], ArenaError> {
+) -> Result<&'a mut [u8], ArenaError> {
     let p = arena.bump(layout)?;
+    if arena.uninit {
+        // SAFETY: `bump` returned `layout.size()` bytes inside the borrowed buffer, disjoint
+        // from every other live allocation: nothing else reads or writes them.
+        unsafe { p.as_ptr().write_bytes(0, layout.size()) };
+    }
     // SAFETY: `bump` returned `layout.size()` bytes inside the borrowed buffer, disjoint from
     // every other live allocation, valid for `'a` (no rewind can run while `'a` borrows the
-    // arena or scope); `MaybeUninit<u8>` has no validity requirement.
-    Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr().cast(), layout.size()) })
+    // arena or scope). Every one is initialized: over a `from_uninit` buffer they were zeroed
+    // just above; over a `new` buffer all bytes start initialized and the arena writes only
+    // initialized bytes (`Pod` values have no padding; the debug poison is a byte value), so
+    // they stay so.
+    Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), layout.size()) })
 }
 
 #[inline(always)]

@@ -75,8 +75,15 @@ pub struct DomainRegistry<const N: usize> {
 
 // SAFETY: slots are written only under `lock` before their `ready` flag is published with
 // Release; readers reach a slot only after an Acquire load of `true`. Published domains are
-// only read through `&` (their counters are atomics), so sharing across threads is sound.
+// only read through `&`, and `AllocationDomain` is `Send + Sync` (its counters are atomics;
+// the assertion below keeps it so), so sharing across threads is sound.
 unsafe impl<const N: usize> Sync for DomainRegistry<N> {}
+
+/// The `Sync` impl above hands `&AllocationDomain` to any thread.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<AllocationDomain>();
+};
 
 impl<const N: usize> core::fmt::Debug for DomainRegistry<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

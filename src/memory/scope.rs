@@ -12,7 +12,6 @@
 #![allow(clippy::mut_from_ref)]
 
 use core::marker::PhantomData;
-use core::mem::MaybeUninit;
 
 use bytemuck::Pod;
 
@@ -81,15 +80,13 @@ impl<'s> ScratchScope<'s> {
         self.arena.high_water()
     }
 
-    /// Reserves uninitialized bytes for the scope's lifetime.
+    /// Reserves `layout.size()` bytes for the scope's lifetime; their contents are
+    /// unspecified, as [`LinearArena::try_alloc_bytes`] says.
     ///
     /// # Errors
     /// [`ArenaError::Exhausted`]; the cursor is unchanged.
     #[inline]
-    pub fn try_alloc_bytes(
-        &self,
-        layout: AllocationLayout,
-    ) -> Result<&'s mut [MaybeUninit<u8>], ArenaError> {
+    pub fn try_alloc_bytes(&self, layout: AllocationLayout) -> Result<&'s mut [u8], ArenaError> {
         arena::alloc_bytes(self.arena, layout)
     }
 
@@ -137,8 +134,9 @@ impl<'s> ScratchScope<'s> {
 
 impl Drop for ScratchScope<'_> {
     fn drop(&mut self) {
-        // Every allocation above `marker` is `&'s`-bound, and `'s` ends with the closure that
-        // received this scope, before this drop runs; nested scopes were dropped first.
-        self.arena.rewind(self.marker);
+        // SAFETY: every allocation above `marker` is `&'s`-bound, and `'s` ends with the
+        // closure that received this scope, before this drop runs; nested scopes were dropped
+        // first. So none of them is alive.
+        unsafe { self.arena.rewind(self.marker) };
     }
 }
