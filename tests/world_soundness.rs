@@ -543,3 +543,69 @@ fn a_batch_spawn_rechecks_the_registry_it_creates_in() {
     assert_eq!((w.r2.len(), w.x2.len()), (0, 0));
     assert!(!w.r2.is_structural_phase());
 }
+
+/// Component C (of the three-pool worlds below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct C(u32);
+
+ludus::world! {
+    /// Three pools, two of them grouped.
+    pub struct G3 {
+        /// A.
+        pub a: A,
+        /// B.
+        pub b: B,
+        /// C.
+        pub c: C,
+    }
+    groups { ab(a: A, b: B) }
+}
+
+ludus::world! {
+    /// The same three pools, no group.
+    pub struct L3 {
+        /// A.
+        pub a: A,
+        /// B.
+        pub b: B,
+        /// C.
+        pub c: C,
+    }
+}
+
+/// Found by review: `sort_pools` used to give the renamed shared layout stamp to a pool whose
+/// `sort_by_slot` refused (it still packs a group that only another world type declares),
+/// so an aligned join zipped pools whose keys differed and paired one entity's `A` with
+/// another's `C`. A pool that did not sort keeps its stamp.
+#[test]
+fn sort_pools_never_shares_a_stamp_with_a_pool_it_could_not_sort() {
+    let mut g = G3::try_new(16).unwrap();
+    let mut l = L3::try_new(16).unwrap();
+    let es: Vec<EntityId> = (0..4)
+        .map(|i| g.spawn((A(i), B(i), C(i))).unwrap())
+        .collect();
+    std::mem::swap(&mut g.registry, &mut l.registry);
+    std::mem::swap(&mut g.durable, &mut l.durable);
+    std::mem::swap(&mut g.a, &mut l.a);
+    std::mem::swap(&mut g.b, &mut l.b);
+    std::mem::swap(&mut g.c, &mut l.c);
+    // `L3` declares no group: its destroys leave `a` empty but still packing.
+    for e in es {
+        l.destroy(e).unwrap();
+    }
+    // Released slots come back last in, first out: neither pool is in slot order, and the two
+    // share a stamp (equal keys).
+    for i in 0..4 {
+        l.spawn((A(100 + i), C(100 + i))).unwrap();
+    }
+    assert!(!l.a.is_slot_sorted() && !l.c.is_slot_sorted());
+    l.sort_pools();
+    assert!(!l.a.is_slot_sorted() && l.c.is_slot_sorted());
+    let mut rows = 0;
+    for (e, (a, c)) in join((&mut l.a, &l.c)) {
+        assert_eq!(a.0, c.0, "{e:?}: one entity's A beside another's C");
+        rows += 1;
+    }
+    assert_eq!(rows, 4);
+}

@@ -180,8 +180,10 @@ impl<'p> Index<'p> {
 /// A pool's dense arrays under a run of membership changes. Holds the vectors' element
 /// pointers and the common length in locals; [`finish`](Self::finish) writes the length back
 /// to both vectors. No `Drop`: a drop guard would pin the struct in memory. The methods check
-/// before they write (sparse indexing cannot fail for a stored key or a key its registry
-/// issued: the map has an entry per slot), so a panic leaves the vectors as they were.
+/// before they change a length (sparse indexing cannot fail for a stored key or a key its
+/// registry issued: the map has an entry per slot), so a panic leaves both lengths as they
+/// were and every element below them initialized (a panic after some writes, which no caller
+/// can reach, may leave bits, sparse entries or order changed, never memory unsafety).
 ///
 /// Invariant: `keys` and `values` point to the buffers of `keys_vec` and `values_vec`, each
 /// allocated for at least `capacity` elements (reserved at init, never reallocated), of which
@@ -419,10 +421,10 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// into the hole.
     #[inline(always)]
     fn remove_at(&mut self, i: usize, slot: u32) -> T {
-        let last = self.len - 1;
-        if i > last {
+        if i >= self.len {
             out_of_range(i, self.len);
         }
+        let last = self.len - 1;
         // SAFETY: 1. `i <= last < len`, so every access is in bounds and initialized;
         // 2. element `last` moves into `i` (a self-copy when `i == last`) and the length drops
         // to `last`, so the initialized prefix stays exact; 3. `T` and `EntityKey` are `Copy`.

@@ -15,9 +15,10 @@
 //! Order: slot order under the bits plan, the dense order of the first pool under the aligned
 //! plan, the smallest pool's dense order under the driver plan; deterministic for a given
 //! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
-//! safety: every yielded index is confirmed against the key stored at it or is a rank (distinct
-//! bits of a word give distinct ranks), and a join never mixes the two ways (a join partly
-//! consumed with `next` keeps its way in `fold`).
+//! safety: every yielded index is confirmed against the key stored at it (the whole key, or
+//! for a world's pools, whose entries are all live, its slot) or is a rank (distinct bits of a
+//! word give distinct ranks), and a join never mixes the two ways (a join partly consumed with
+//! `next` keeps its way in `fold`).
 
 use super::dense::{Index, WORD_BITS};
 use super::query::sealed::Sealed;

@@ -303,7 +303,12 @@ impl<W: Roster> PoolVisitor<W::Alloc> for SortAll<'_, W> {
             return;
         }
         let old = pool.layout();
-        pool.sort_by_slot();
+        if !pool.sort_by_slot() {
+            // A pool that still packs a group this world type does not declare (its parts
+            // came from another world type) keeps its order, so it keeps its stamp: renaming
+            // it with the pools that did sort would claim equal keys it no longer has.
+            return;
+        }
         self.sorted += 1;
         if old == 0 || pool.owner() != self.registry.owner() {
             return;

@@ -33,9 +33,9 @@ use crate::identity::OwnerToken;
 /// slot its registry has never created has no entry, which the batch spawn relies on. Binding
 /// takes `&mut EntityRegistry`, which counts its pools; a world's registry (created behind
 /// [`ReadOnly`](super::ReadOnly)) releases slots only in
-/// [`WorldOps::destroy`](super::WorldOps::destroy) (commits call it too), which first checks
-/// that it reaches every pool bound to it (*release invariant*): a reused slot of a world has
-/// no entry either.
+/// [`WorldOps::destroy`](super::WorldOps::destroy) and a commit's run of destroys, which both
+/// first check that they reach every pool bound to it (*release invariant*): a reused slot of
+/// a world has no entry either.
 ///
 /// # Examples
 /// ```

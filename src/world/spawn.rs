@@ -153,8 +153,9 @@ macro_rules! tuple_bundle {
                 // SAFETY: forwarded contract; no pool bound to a world's registry holds an
                 // entry for a slot just created in it: a slot never created has none
                 // (provenance invariant of `ComponentPool`), and a reused slot left every pool
-                // bound to the registry at its release (`WorldOps::destroy`, the only release
-                // of a world's registry, checks that it visits all of them).
+                // bound to the registry at its release (`WorldOps::destroy` and a commit's
+                // `ops::destroy_run`, the only releases of a world's registry, check that they
+                // visit all of them).
                 $( unsafe { pools.$i.insert_first(entity, self.$i) }; )+
             }
             #[inline(always)]
