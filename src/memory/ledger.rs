@@ -107,11 +107,18 @@ impl<const N: usize> Ledger<N> {
         {
             std::thread::yield_now();
         }
-        // SAFETY: the lock gives exclusive access until the Release store below; `f` cannot
-        // re-enter the ledger (it only touches the table).
-        let r = f(unsafe { &mut *self.table.get() });
-        self.lock.store(false, Ordering::Release);
-        r
+        /// Releases the lock when dropped: also when `f` panics, so a panic never leaves every
+        /// later allocation spinning.
+        struct Unlock<'a>(&'a AtomicBool);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _unlock = Unlock(&self.lock);
+        // SAFETY: the lock gives exclusive access until `_unlock` releases it (Release), after
+        // `f` returned or unwound; `f` cannot re-enter the ledger (it only touches the table).
+        f(unsafe { &mut *self.table.get() })
     }
 
     /// Index of `addr`'s entry, if present.
@@ -252,3 +259,20 @@ impl<const N: usize> Default for Ledger<N> {
 /// The process-wide ledger every domain reports to.
 #[cfg(not(loom))]
 pub(crate) static PROCESS: Ledger<LEDGER_CAPACITY> = Ledger::new();
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_under_the_lock_releases_it() {
+        let ledger: Ledger<8> = Ledger::new();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ledger.with_table(|_| panic!("inside the lock"));
+        }));
+        assert!(r.is_err());
+        assert!(!ledger.lock.load(Ordering::Relaxed), "the lock stayed held");
+        // And the table is usable again.
+        assert_eq!(ledger.with_table(|t| t.len()), 8);
+    }
+}
