@@ -1130,12 +1130,16 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// Drops `key`'s binding when its entity is no longer alive in `registry`; true when one
-    /// was dropped (the revision advances).
+    /// was dropped (the revision advances). Another table's registry (or any registry, for a
+    /// table not attached to one) drops nothing: none of this table's entities lives there.
     pub fn prune<B: Allocator + Clone>(
         &mut self,
         registry: &EntityRegistry<B>,
         key: &PersistentObjectKey,
     ) -> bool {
+        if self.owner == 0 || self.owner != registry.owner() {
+            return false;
+        }
         let w = words(key);
         if let Probe::Found(i) = self.probe(&w) {
             if !registry.is_alive(self.entity_at(self.entry(i))) {

@@ -101,11 +101,45 @@ impl<A: Allocator + Clone> Durable<A> {
 }
 
 /// [`DurableOps::duplicate`](super::DurableOps::duplicate).
+///
+/// User code runs while keys are reserved and copies exist: the entropy source, and each
+/// component's [`EntityRefs`]. Should it panic, the reservations are released and the copies
+/// made so far destroyed before the panic goes on, so nothing of the attempt stays behind (the
+/// copies' slots keep their advanced generations).
 pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
     world: &mut W,
     selection: &[EntityId],
     entropy: &mut S,
     out: &mut [EntityId],
+) -> Result<(), DurableError> {
+    let mut created = false;
+    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        duplicate_in(world, selection, entropy, out, &mut created)
+    }));
+    match attempt {
+        Ok(result) => result,
+        Err(panic) => {
+            if let Ok((_, durable)) = enabled_mut(world) {
+                durable.bindings.abandon_scratch(0);
+            }
+            if created {
+                for &copy in out.iter() {
+                    // Fresh copies: no binding, name, parent or protection yet.
+                    let _ = world.destroy(copy);
+                }
+            }
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// [`duplicate`]; `created` is set once the copies exist.
+fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
+    world: &mut W,
+    selection: &[EntityId],
+    entropy: &mut S,
+    out: &mut [EntityId],
+    created: &mut bool,
 ) -> Result<(), DurableError> {
     // A pool swapped in from another world would leave its component out of the copies.
     if !super::ops::roster_intact(world) {
@@ -193,6 +227,7 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
         durable.bindings.abandon_scratch(0);
         return Err(e.into());
     }
+    *created = true;
     let mut copy = CopyComponents {
         world: &mut *world,
         selection,

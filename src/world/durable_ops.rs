@@ -265,9 +265,12 @@ pub trait DurableOps: WorldOps {
         Ok(())
     }
 
-    /// Whether `entity` is alive and protected.
+    /// Whether `entity` is alive and protected (false when the durable part is another
+    /// registry's: its marks are not this world's entities').
     fn is_protected(&self, entity: EntityId) -> bool {
-        self.registry().is_alive(entity) && self.durable_ref().is_protected(entity)
+        enabled(self).is_ok_and(|(registry, durable)| {
+            registry.is_alive(entity) && durable.is_protected(entity)
+        })
     }
 
     /// Sets what every later destroy does with the destroyed entity's children.
@@ -368,7 +371,7 @@ pub trait DurableOps: WorldOps {
 
     /// The outliner: every live entity with a binding, a stable id, a name, a parent,
     /// children or protection, in deterministic depth-first order (roots by slot, children in
-    /// their order).
+    /// their order). No rows when the durable part is another registry's.
     fn outliner(&self) -> Outliner<'_, Self::Alloc> {
         Outliner::new(self.registry(), self.durable_ref())
     }
@@ -456,18 +459,25 @@ pub trait DurableOps: WorldOps {
             .test_hook_set_secret(secret);
     }
 
-    /// Observability counts (O(capacity)).
+    /// Observability counts (O(capacity)). The durable counts are zero when the durable part
+    /// is another registry's (its figures are not this world's).
     fn counts(&self) -> WorldCounts {
         let (registry, durable) = (self.registry(), self.durable_ref());
         let (pending, peak_generation) = registry.census();
-        let stats = durable.bindings.stats();
-        WorldCounts {
+        let registry_counts = WorldCounts {
             capacity: registry.capacity(),
             live: registry.len(),
             pending,
             free: registry.available(),
             retired: registry.retired(),
             peak_generation,
+            ..WorldCounts::default()
+        };
+        if durable.owner() != registry.owner() {
+            return registry_counts;
+        }
+        let stats = durable.bindings.stats();
+        WorldCounts {
             bindings: durable.bindings.len(),
             binding_capacity: durable.bindings.capacity(),
             binding_conflicts: stats.conflicts,
@@ -477,6 +487,7 @@ pub trait DurableOps: WorldOps {
             linked: durable.hierarchy.linked(),
             name_bytes: durable.hierarchy.name_bytes_live(),
             name_budget: durable.hierarchy.name_budget(),
+            ..registry_counts
         }
     }
 }

@@ -94,12 +94,15 @@ pub struct Outliner<'w, A: Allocator + Clone> {
 }
 
 impl<'w, A: Allocator + Clone> Outliner<'w, A> {
-    /// The rows of a world, from its first root.
+    /// The rows of a world, from its first root; none when `durable` is another registry's
+    /// (its names and links are not this registry's entities').
     pub(crate) fn new(registry: &'w EntityRegistry<A>, durable: &'w Durable<A>) -> Self {
+        let foreign = durable.owner() != registry.owner();
         Self {
             registry,
             durable,
-            scan: 0,
+            // Past every slot: the root scan ends at once.
+            scan: if foreign { u32::MAX } else { 0 },
             next: None,
         }
     }

@@ -1,0 +1,217 @@
+//! Regression tests for broken durable-identity guarantees found by an adversarial review, each
+//! reached through the safe API only: a panic in user code inside `duplicate` (the entropy
+//! source, an `EntityRefs` impl), a foreign registry given to `prune`, durable parts swapped
+//! between worlds. CI runs this file in debug, in release and under Miri.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bytemuck::{Pod, Zeroable};
+use ludus::identity::test_entropy::SeqEntropy;
+use ludus::identity::{
+    EntropyError, EntropySource, InstanceId, PersistentObjectKey, SourceObjectId,
+};
+use ludus::prelude::*;
+use ludus::world::{EntityRegistry, NoCatalog, WorldBindingTable};
+
+/// A position.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Pos(pub f32);
+
+/// A link whose `EntityRefs` panics when it points at slot 7.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Bomb {
+    /// The linked entity.
+    pub target: EntityId,
+}
+
+impl EntityRefs for Bomb {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        if self.target.slot() == 7 {
+            panic!("visitor panicked");
+        }
+        visit(&mut self.target);
+    }
+}
+
+ludus::world! {
+    /// Positions and links.
+    pub struct Level { pub pos: Pos, pub bomb: Bomb }
+    entity_refs { Bomb }
+}
+
+fn id<T: std::str::FromStr>(n: u128) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    let bytes = (n.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ n).to_le_bytes();
+    let u = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    u.to_string().parse().unwrap()
+}
+
+fn key(instance: u128, object: u128) -> PersistentObjectKey {
+    PersistentObjectKey::new(id::<InstanceId>(instance), id::<SourceObjectId>(object))
+}
+
+fn level(capacity: usize) -> Level {
+    let mut w = Level::try_new_durable(
+        capacity,
+        DurableConfig {
+            name_bytes: 4096,
+            ..DurableConfig::default()
+        },
+    )
+    .unwrap();
+    w.begin_structural();
+    w
+}
+
+/// An entropy source that panics on its `panic_on`-th fill.
+struct PanicEntropy {
+    inner: SeqEntropy,
+    calls: u32,
+    panic_on: u32,
+}
+
+impl EntropySource for PanicEntropy {
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), EntropyError> {
+        self.calls += 1;
+        if self.calls == self.panic_on {
+            panic!("entropy backend died");
+        }
+        self.inner.fill(dest)
+    }
+}
+
+/// A panic in the entropy source, after one key was reserved, releases the reservation: the
+/// table stays consistent, and the next duplicate binds its copy in its own source's scope
+/// (it used to publish the aborted call's reservation, so unloading instance 1 destroyed it).
+/// The caller's `out` contents are never taken for copies.
+#[test]
+fn a_panicking_entropy_source_leaves_no_reservation() {
+    let mut w = level(16);
+    let a = w.spawn((Pos(1.0),)).unwrap();
+    let b = w.spawn((Pos(2.0),)).unwrap();
+    let c = w.spawn((Pos(3.0),)).unwrap();
+    w.activate(&[
+        Activation::new(a, key(1, 1)),
+        Activation::new(b, key(1, 2)),
+        Activation::new(c, key(2, 3)),
+    ])
+    .unwrap();
+    let (revision, bindings, live) = (
+        w.binding_revision(),
+        w.durable.bindings().len(),
+        w.registry.len(),
+    );
+    // `out` holds live handles on entry: they are outputs, never copies to undo.
+    let mut out = [a, b];
+    let mut entropy = PanicEntropy {
+        inner: SeqEntropy::new(9),
+        calls: 0,
+        panic_on: 2,
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        w.duplicate(&[a, b], &mut entropy, &mut out)
+    }));
+    assert!(r.is_err());
+    assert!(w.durable.bindings().check_consistent());
+    assert_eq!(
+        (
+            w.binding_revision(),
+            w.durable.bindings().len(),
+            w.registry.len()
+        ),
+        (revision, bindings, live)
+    );
+    assert!(w.registry.is_alive(a) && w.registry.is_alive(b));
+    let mut one = [EntityId::NULL];
+    w.duplicate(&[c], &mut SeqEntropy::new(77), &mut one)
+        .unwrap();
+    assert!(w.durable.bindings().check_consistent());
+    assert_eq!(w.key_of(one[0]).unwrap().instance, key(2, 0).instance);
+    w.unload(key(1, 0).instance).unwrap();
+    assert!(w.registry.is_alive(one[0]) && w.registry.is_alive(c));
+}
+
+/// A panic in a component's `EntityRefs` (after the copies were created) destroys the copies
+/// and releases the reservations: the live count and the binding table are as before.
+#[test]
+fn a_panicking_entity_refs_impl_leaves_no_copy() {
+    let mut w = level(16);
+    let a = w.spawn((Pos(1.0),)).unwrap();
+    w.insert(
+        a,
+        Bomb {
+            target: EntityId::from_raw_parts(0, 7, 1),
+        },
+    )
+    .unwrap();
+    w.activate(&[Activation::new(a, key(1, 1))]).unwrap();
+    let (revision, bindings, live) = (
+        w.binding_revision(),
+        w.durable.bindings().len(),
+        w.registry.len(),
+    );
+    let mut out = [EntityId::NULL];
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        w.duplicate(&[a], &mut SeqEntropy::new(1), &mut out)
+    }));
+    assert!(r.is_err());
+    assert!(w.durable.bindings().check_consistent());
+    assert_eq!(
+        (
+            w.binding_revision(),
+            w.durable.bindings().len(),
+            w.registry.len()
+        ),
+        (revision, bindings, live)
+    );
+    assert!(!w.registry.is_alive(out[0]));
+    assert_eq!(w.pos.len(), 1);
+}
+
+/// `prune` and `try_resolve_mut` given another registry drop nothing (every entity reads as
+/// dead there, so a live binding used to be dropped as stale).
+#[test]
+fn a_foreign_registry_prunes_nothing() {
+    let mut a = EntityRegistry::try_with_capacity(4).unwrap();
+    a.set_structural_phase(true);
+    let b = EntityRegistry::try_with_capacity(4).unwrap();
+    let e = a.try_create().unwrap();
+    let mut t = WorldBindingTable::try_new(&a, 4).unwrap();
+    t.try_activate(&a, &[Activation::new(e, key(1, 1))])
+        .unwrap();
+    let revision = t.binding_revision();
+    assert!(!t.prune(&b, &key(1, 1)));
+    assert_ne!(
+        t.try_resolve_mut(&b, &key(1, 1), None, &NoCatalog),
+        Resolution::Resolved(e)
+    );
+    assert_eq!(t.binding_revision(), revision);
+    assert_eq!(t.try_resolve(&a, &key(1, 1)), Resolution::Resolved(e));
+    assert_eq!(t.key_of(e), Some(key(1, 1)));
+}
+
+/// A world whose durable part is another world's reports none of that part's names,
+/// protection or counts for its own handles.
+#[test]
+fn a_swapped_durable_part_describes_no_entity() {
+    let (mut a, mut b) = (level(4), level(4));
+    let ea = a.spawn((Pos(1.0),)).unwrap();
+    let eb = b.spawn((Pos(2.0),)).unwrap();
+    assert_eq!(ea.slot(), eb.slot());
+    b.set_name(eb, "B-secret").unwrap();
+    b.set_protected(eb, true).unwrap();
+    b.activate(&[Activation::new(eb, key(1, 1))]).unwrap();
+    std::mem::swap(&mut a.durable, &mut b.durable);
+    assert_eq!(a.outliner().count(), 0);
+    assert!(!a.is_protected(ea));
+    let counts = a.counts();
+    assert_eq!((counts.bindings, counts.linked, counts.live), (0, 0, 1));
+    std::mem::swap(&mut a.durable, &mut b.durable);
+    assert_eq!(b.outliner().count(), 1);
+    assert!(b.is_protected(eb));
+    assert_eq!(b.counts().bindings, 1);
+}
