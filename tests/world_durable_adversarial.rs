@@ -37,7 +37,12 @@ impl EntityRefs for Bomb {
 
 ludus::world! {
     /// Positions and links.
-    pub struct Level { pub pos: Pos, pub bomb: Bomb }
+    pub struct Level {
+        /// Positions.
+        pub pos: Pos,
+        /// Links.
+        pub bomb: Bomb,
+    }
     entity_refs { Bomb }
 }
 
