@@ -16,11 +16,13 @@ Exit status:
   1   I/O error (a file could not be read or written)
   2   usage error (bad arguments; an invalid or repeated WORLD path)
   3   entropy unavailable: nothing was minted or written
-  4   invalid input: a malformed manifest, World record or schema file, or a record that
-      disagrees with the schema (unknown component, a non-string entity property)
+  4   invalid input: a malformed manifest, World record or schema file; a document of the
+      wrong version; a record that disagrees with the schema (schema name, unknown
+      component, a non-string entity property)
   5   the file to create exists (MANIFEST for migrate, OUTPUT for apply); it was not replaced
   6   identity-conflict: every candidate for one identity collided
-  7   stale-manifest: an entity without a committed uuid, or a manifest object without an entity
+  7   stale-manifest: an entity without a committed uuid, a manifest object without an entity,
+      or a document the manifest does not list
   8   unresolved-reference: a reference names an id that is not in the document
   9   unsupported: the document uses the scene extension (`parent` links)
   10  manifest changed while extend ran; it was not replaced

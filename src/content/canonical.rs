@@ -602,7 +602,9 @@ impl<'a> ser::Serializer for Canon<'a> {
         number!(&mut self.ctx.out, write_i64, v)
     }
     fn serialize_i128(self, v: i128) -> R {
-        number!(&mut self.ctx.out, write_i128, v)
+        // The readers hold integers as 64-bit: a wider one would read back as another value.
+        let v = i64::try_from(v).map_err(|_| unsupported("an integer beyond 64 bits"))?;
+        number!(&mut self.ctx.out, write_i64, v)
     }
     fn serialize_u8(self, v: u8) -> R {
         number!(&mut self.ctx.out, write_u8, v)
@@ -617,7 +619,9 @@ impl<'a> ser::Serializer for Canon<'a> {
         number!(&mut self.ctx.out, write_u64, v)
     }
     fn serialize_u128(self, v: u128) -> R {
-        number!(&mut self.ctx.out, write_u128, v)
+        // As `serialize_i128`.
+        let v = u64::try_from(v).map_err(|_| unsupported("an integer beyond 64 bits"))?;
+        number!(&mut self.ctx.out, write_u64, v)
     }
     fn serialize_f32(self, v: f32) -> R {
         finite(f64::from(v))?;
@@ -785,6 +789,21 @@ mod tests {
     use super::*;
     use serde::Serialize;
     use serde_json::json;
+
+    /// 128-bit integers are written when they fit 64 bits (what the readers hold) and refused
+    /// otherwise: a wider one used to be written and read back as a float (found by review).
+    #[test]
+    fn integers_beyond_64_bits_have_no_record_form() {
+        fn text<T: Serialize>(v: T) -> Result<String, CanonError> {
+            let mut out = Vec::new();
+            write(&mut out, &mut Ctx::default(), &v).map(|()| String::from_utf8(out).unwrap())
+        }
+        assert_eq!(text(u128::from(u64::MAX)).unwrap(), u64::MAX.to_string());
+        assert_eq!(text(i128::from(i64::MIN)).unwrap(), i64::MIN.to_string());
+        assert!(text(u128::from(u64::MAX) + 1).is_err());
+        assert!(text(i128::from(i64::MIN) - 1).is_err());
+        assert!(text(u128::MAX).is_err());
+    }
 
     #[test]
     fn keys_append_exactly_their_bytes() {

@@ -126,9 +126,21 @@ pub fn replace_if_unchanged(
     bytes: &[u8],
     before_publish: &mut dyn FnMut(),
 ) -> Result<(), PublishError> {
-    let tmp = TempFile::write(dest, bytes)?;
+    // A symbolic link is followed: the file it names is replaced, through a temporary file in
+    // that file's own directory (so the rename stays atomic), and the link keeps naming it.
+    // Renaming over the link itself would turn it into a copy and leave its target stale.
+    let real = match fs::canonicalize(dest) {
+        Ok(real) => real,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(PublishError::Changed {
+                path: dest.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(io_err(dest, "resolve")(e)),
+    };
+    let tmp = TempFile::write(&real, bytes)?;
     before_publish();
-    match fs::read(dest) {
+    match fs::read(&real) {
         Ok(now) if now == expected => {}
         Ok(_) => {
             return Err(PublishError::Changed {
@@ -142,9 +154,9 @@ pub fn replace_if_unchanged(
         }
         Err(e) => return Err(io_err(dest, "re-read")(e)),
     }
-    fs::rename(&tmp.path, dest).map_err(io_err(dest, "rename"))?;
+    fs::rename(&tmp.path, &real).map_err(io_err(dest, "rename"))?;
     tmp.disarm();
-    sync_dir(dest)
+    sync_dir(&real)
 }
 
 /// A temporary file next to its destination, removed on drop unless published.
@@ -312,6 +324,31 @@ mod tests {
         assert!(matches!(r, Err(PublishError::Changed { .. })), "{r:?}");
         assert!(!dest.exists());
         assert!(leftovers(&dir).is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A replaced symbolic link still names its file, which holds the new bytes (renaming over
+    /// the link used to turn it into a copy and leave the file it named stale).
+    #[test]
+    #[cfg(unix)]
+    #[cfg_attr(miri, ignore = "Miri isolates the file system")]
+    fn replace_through_a_symbolic_link_updates_the_file_it_names() {
+        let dir = scratch("link");
+        fs::create_dir_all(dir.join("shared")).unwrap();
+        let real = dir.join("shared").join("real.json");
+        let link = dir.join("link.json");
+        fs::write(&real, b"v1").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        replace_if_unchanged(&link, b"v1", b"v2", &mut || {}).unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"v2");
+        assert_eq!(leftovers(&dir.join("shared")), ["real.json"]);
+        let r = replace_if_unchanged(&link, b"v1", b"v3", &mut || {});
+        assert!(matches!(r, Err(PublishError::Changed { .. })), "{r:?}");
+        assert_eq!(fs::read(&real).unwrap(), b"v2");
         fs::remove_dir_all(&dir).unwrap();
     }
 
