@@ -72,6 +72,16 @@ fn level(capacity: usize) -> Level {
     w
 }
 
+/// The binding revision, the bindings and the live entities: what a failed duplicate must
+/// leave as it found them.
+fn tallies(w: &Level) -> (u64, usize, usize) {
+    (
+        w.binding_revision(),
+        w.durable.bindings().len(),
+        w.registry.len(),
+    )
+}
+
 /// An entropy source that panics on its `panic_on`-th fill.
 struct PanicEntropy {
     inner: SeqEntropy,
@@ -105,11 +115,7 @@ fn a_panicking_entropy_source_leaves_no_reservation() {
         Activation::new(c, key(2, 3)),
     ])
     .unwrap();
-    let (revision, bindings, live) = (
-        w.binding_revision(),
-        w.durable.bindings().len(),
-        w.registry.len(),
-    );
+    let before = tallies(&w);
     // `out` holds live handles on entry: they are outputs, never copies to undo.
     let mut out = [a, b];
     let mut entropy = PanicEntropy {
@@ -122,14 +128,7 @@ fn a_panicking_entropy_source_leaves_no_reservation() {
     }));
     assert!(r.is_err());
     assert!(w.durable.bindings().check_consistent());
-    assert_eq!(
-        (
-            w.binding_revision(),
-            w.durable.bindings().len(),
-            w.registry.len()
-        ),
-        (revision, bindings, live)
-    );
+    assert_eq!(tallies(&w), before);
     assert!(w.registry.is_alive(a) && w.registry.is_alive(b));
     let mut one = [EntityId::NULL];
     w.duplicate(&[c], &mut SeqEntropy::new(77), &mut one)
@@ -154,25 +153,14 @@ fn a_panicking_entity_refs_impl_leaves_no_copy() {
     )
     .unwrap();
     w.activate(&[Activation::new(a, key(1, 1))]).unwrap();
-    let (revision, bindings, live) = (
-        w.binding_revision(),
-        w.durable.bindings().len(),
-        w.registry.len(),
-    );
+    let before = tallies(&w);
     let mut out = [EntityId::NULL];
     let r = catch_unwind(AssertUnwindSafe(|| {
         w.duplicate(&[a], &mut SeqEntropy::new(1), &mut out)
     }));
     assert!(r.is_err());
     assert!(w.durable.bindings().check_consistent());
-    assert_eq!(
-        (
-            w.binding_revision(),
-            w.durable.bindings().len(),
-            w.registry.len()
-        ),
-        (revision, bindings, live)
-    );
+    assert_eq!(tallies(&w), before);
     assert!(!w.registry.is_alive(out[0]));
     assert_eq!(w.pos.len(), 1);
 }

@@ -278,12 +278,12 @@ pub(crate) fn alloc_bytes<'a>(
         // from every other live allocation: nothing else reads or writes them.
         unsafe { p.as_ptr().write_bytes(0, layout.size()) };
     }
+    // Every byte is initialized: zeroed just above over a `from_uninit` buffer; over a `new`
+    // buffer all start initialized and the arena writes only whole `Pod` values (no padding)
+    // and the debug poison byte.
     // SAFETY: `bump` returned `layout.size()` bytes inside the borrowed buffer, disjoint from
-    // every other live allocation, valid for `'a` (no rewind can run while `'a` borrows the
-    // arena or scope). Every one is initialized: over a `from_uninit` buffer they were zeroed
-    // just above; over a `new` buffer all bytes start initialized and the arena writes only
-    // initialized bytes (`Pod` values have no padding; the debug poison is a byte value), so
-    // they stay so.
+    // every other live allocation, valid for `'a` (no rewind runs while `'a` borrows the
+    // arena or scope), and initialized (above).
     Ok(unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), layout.size()) })
 }
 
