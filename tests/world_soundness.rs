@@ -574,38 +574,63 @@ ludus::world! {
     }
 }
 
-/// Found by review: `sort_pools` used to give the renamed shared layout stamp to a pool whose
-/// `sort_by_slot` refused (it still packs a group that only another world type declares),
-/// so an aligned join zipped pools whose keys differed and paired one entity's `A` with
-/// another's `C`. A pool that did not sort keeps its stamp.
-#[test]
-fn sort_pools_never_shares_a_stamp_with_a_pool_it_could_not_sort() {
-    let mut g = G3::try_new(16).unwrap();
-    let mut l = L3::try_new(16).unwrap();
-    let es: Vec<EntityId> = (0..4)
-        .map(|i| g.spawn((A(i), B(i), C(i))).unwrap())
-        .collect();
+/// Swaps every part (registry, durable part, pools) of `g` and `l`.
+fn swap_parts(g: &mut G3, l: &mut L3) {
     std::mem::swap(&mut g.registry, &mut l.registry);
     std::mem::swap(&mut g.durable, &mut l.durable);
     std::mem::swap(&mut g.a, &mut l.a);
     std::mem::swap(&mut g.b, &mut l.b);
     std::mem::swap(&mut g.c, &mut l.c);
-    // `L3` declares no group: its destroys leave `a` empty but still packing.
+}
+
+/// Found by review: parts moved between world types that declare different groups (every
+/// ownership check passes: they all came from one world) carried their packing into a type that
+/// neither kept nor undid it. `L3`'s destroys then left `a` packing entities it no longer held,
+/// and moved back, `G3`'s group paired values of different entities (and `sort_pools` shared a
+/// stamp with a pool it could not sort, so an aligned join paired one entity's `A` with
+/// another's `C`). A world type now refuses parts bound by a type with other groups, both ways.
+#[test]
+fn parts_of_a_world_type_with_other_groups_are_foreign() {
+    let mut g = G3::try_new(16).unwrap();
+    let mut l = L3::try_new(16).unwrap();
+    let es: Vec<EntityId> = (0..4)
+        .map(|i| g.spawn((A(i), B(i), C(i))).unwrap())
+        .collect();
+    let lone = l.spawn((A(50), B(50))).unwrap();
+    swap_parts(&mut g, &mut l);
+
+    // `L3` over `G3`'s parts: every structural operation is refused and changes nothing.
+    assert_eq!(l.destroy(es[0]), Err(WorldError::ForeignPool));
+    assert_eq!(l.remove::<A>(es[1]), Err(WorldError::ForeignPool));
+    assert_eq!(l.insert(es[2], A(7)), Err(WorldError::ForeignPool));
+    assert_eq!(l.spawn((A(1), B(1))).unwrap_err(), WorldError::ForeignPool);
+    assert_eq!(
+        l.spawn_batch((0..2).map(|i| (A(i), C(i)))).unwrap_err(),
+        WorldError::ForeignPool
+    );
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    cmd.destroy(&l.registry, es[3]).unwrap();
+    assert_eq!(l.commit(&mut cmd), Err(WorldError::ForeignPool));
+    cmd.clear(&l.registry).unwrap();
+    assert_eq!(l.sort_pools(), 0);
+
+    // `G3` over `L3`'s parts: refused too, and its group query will not read them.
+    assert_eq!(g.destroy(lone), Err(WorldError::ForeignPool));
+    assert_eq!(g.insert(lone, C(1)), Err(WorldError::ForeignPool));
+    assert!(catch_unwind(AssertUnwindSafe(|| {
+        g.ab();
+    }))
+    .is_err());
+
+    // Moved back, both worlds work and `G3`'s group holds exactly its entities.
+    swap_parts(&mut g, &mut l);
+    assert!(g.check_groups());
+    let (ids, a, b) = g.ab();
+    assert_eq!(ids.len(), 4);
+    assert!(a.iter().zip(b.iter()).all(|(a, b)| a.0 == b.0));
     for e in es {
-        l.destroy(e).unwrap();
+        g.destroy(e).unwrap();
     }
-    // Released slots come back last in, first out: neither pool is in slot order, and the two
-    // share a stamp (equal keys).
-    for i in 0..4 {
-        l.spawn((A(100 + i), C(100 + i))).unwrap();
-    }
-    assert!(!l.a.is_slot_sorted() && !l.c.is_slot_sorted());
-    l.sort_pools();
-    assert!(!l.a.is_slot_sorted() && l.c.is_slot_sorted());
-    let mut rows = 0;
-    for (e, (a, c)) in join((&mut l.a, &l.c)) {
-        assert_eq!(a.0, c.0, "{e:?}: one entity's A beside another's C");
-        rows += 1;
-    }
-    assert_eq!(rows, 4);
+    assert!(g.check_groups());
+    l.destroy(lone).unwrap();
 }

@@ -145,7 +145,7 @@ macro_rules! tuple_group {
                 let owner = registry.owner();
                 let pools = (take::<W, $t0>(&mut pools), $(take::<W, $t>(&mut pools),)*);
                 let n = pools.0.packed();
-                let consistent = same && pools.0.owner() == owner
+                let consistent = same && super::ops::declared::<W>(registry) && pools.0.owner() == owner
                     $(&& pools.$i.owner() == owner && pools.$i.packed() == n)*;
                 if !consistent {
                     not_a_group(type_name::<$t0>());
