@@ -1455,7 +1455,10 @@ mod tests {
                         }
                     }
                 }
-                assert!(t.check_consistent(), "round {round}");
+                // The whole-table check is the slow part under Miri: there, every 16th round.
+                if !cfg!(miri) || round % 16 == 0 {
+                    assert!(t.check_consistent(), "round {round}");
+                }
                 if round % 97 == 0 {
                     for (j, k) in bound.iter().enumerate() {
                         if let Some(k) = k {
