@@ -261,7 +261,11 @@ mod tests {
             // Under Miri the radix size runs with random tops only (the unsafe part is the
             // same for every tie pattern).
             let ties = [0, 3, n as u64 / 2 + 1];
-            let ties = if cfg!(miri) && n >= RADIX_MIN { &ties[..1] } else { &ties[..] };
+            let ties = if cfg!(miri) && n >= RADIX_MIN {
+                &ties[..1]
+            } else {
+                &ties[..]
+            };
             for &tied in ties {
                 // The low half is the item's index, so stability is visible.
                 let items: Vec<u64> = (0..n as u64)

@@ -505,19 +505,35 @@ macro_rules! tuple_join {
                     }
                 }
                 let lens = [$(self.columns.$i.index().len(),)+];
+                // Members of each column in the word whose ranks `ranks` do not count yet
+                // (the word `next` started, if any).
+                let mut counts = [$(words[$i].count_ones() as usize,)+];
                 while next < end {
                     let w = next;
                     next += 1;
-                    let mut m = Self::load_word::<true>(&self.columns, &mut words, &mut ranks, w);
+                    let mut m = !0u64;
+                    $(
+                        ranks[$i] += counts[$i];
+                        words[$i] = word_of(&self.columns.$i.index(), w);
+                        counts[$i] = words[$i].count_ones() as usize;
+                        m &= words[$i];
+                    )+
                     if m == 0 {
                         continue;
                     }
-                    let run = m.count_ones() as usize;
-                    if true $(&& words[$i] == m && ranks[$i] + run <= lens[$i])+ {
-                        for j in 0..run {
-                            // SAFETY: `ranks[c] + j < ranks[c] + run <= len` of every column
-                            // (checked above); ranks only grow from word to word by the
-                            // members of the word left, so no row is fetched twice.
+                    // Checked once per word: every column's members here have rows. Then
+                    // the rank of any of them is below its column's length.
+                    if false $(|| ranks[$i] + counts[$i] > lens[$i])+ {
+                        // Bitsets and lengths disagree (no world pool does): nothing of this
+                        // word can be fetched safely, so none of it is.
+                        continue;
+                    }
+                    if true $(&& words[$i] == m)+ {
+                        for j in 0..counts[0] {
+                            // SAFETY: `ranks[c] + j < ranks[c] + counts[c] <= len` of every
+                            // column (every column's word is `m`, so its count is `counts[0]`;
+                            // checked above); ranks only grow from word to word by the members
+                            // of the word left, so no row is fetched twice.
                             let key = unsafe {
                                 *self.columns.0.index().keys.get_unchecked(ranks[0] + j)
                             };
@@ -532,13 +548,10 @@ macro_rules! tuple_join {
                         m &= m - 1;
                         let low = (1u64 << b) - 1;
                         let d = [$(ranks[$i] + (words[$i] & low).count_ones() as usize,)+];
-                        if false $(|| d[$i] >= lens[$i])+ {
-                            continue;
-                        }
-                        // SAFETY: every `d[c] < len` (checked); bit `b` is set in every
-                        // column's word, so `d[c]` is that bit's rank among the column's
-                        // members: distinct bits get distinct ranks, and ranks of later
-                        // words are larger. No row is fetched twice.
+                        // SAFETY: bit `b` is set in every column's word, so `d[c]` is that
+                        // bit's rank among the column's members: below `ranks[c] + counts[c]
+                        // <= len` (checked for the word above); distinct bits get distinct
+                        // ranks, and ranks of later words are larger. No row is fetched twice.
                         let key = unsafe { *self.columns.0.index().keys.get_unchecked(d[0]) };
                         // SAFETY: as above.
                         let items = unsafe { ($(self.columns.$i.fetch(d[$i]),)+) };

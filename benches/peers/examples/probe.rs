@@ -85,6 +85,11 @@ fn main() {
             "hecs" => spin::<frame::hecs::Frame>(n),
             other => panic!("unknown contender {other}"),
         },
+        "tick" => match contender {
+            "ludus" => spin::<tick::ludus::Tick>(n),
+            "hecs" => spin::<tick::hecs::Tick>(n),
+            other => panic!("unknown contender {other}"),
+        },
         other => panic!("unknown workload {other}"),
     }
 }
