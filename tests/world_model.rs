@@ -1,5 +1,6 @@
-//! Property test: registry + pools + an owned group against a `HashMap` model over random
-//! operation sequences, with live, stale and foreign handles.
+//! Property test: registry + pools + owned groups against a `HashMap` model over random
+//! operation sequences, with live, stale and foreign handles: once with one group, once with
+//! nested groups (`ab` inside which `abc` packs: every pool but one serves two groups).
 
 use ludus::world::WorldOps;
 use std::collections::{HashMap, HashSet};
@@ -26,6 +27,43 @@ pub struct C(u16);
 ludus::world! {
     struct World { a: A, b: B, c: C }
     groups { ab(a: A, b: B) }
+}
+
+ludus::world! {
+    /// Nested groups: `abc`'s prefix lies inside `ab`'s in pools `a` and `b`.
+    struct Nested { a: A, b: B, c: C }
+    groups { abc(a: A, b: B, c: C), ab(a: A, b: B) }
+}
+
+/// A world type the model runs against.
+trait ModelWorld: WorldOps + Stores<A> + Stores<B> + Stores<C> {
+    fn fresh() -> Self;
+    /// The nested group's length, if the type declares it.
+    fn abc_len(&mut self) -> Option<usize>;
+}
+
+impl ModelWorld for World {
+    fn fresh() -> Self {
+        World::try_new(CAPACITY).unwrap()
+    }
+    fn abc_len(&mut self) -> Option<usize> {
+        None
+    }
+}
+
+impl ModelWorld for Nested {
+    fn fresh() -> Self {
+        Nested::try_new(CAPACITY).unwrap()
+    }
+    fn abc_len(&mut self) -> Option<usize> {
+        let (ids, a, b, c) = self.abc();
+        assert!(a.len() == ids.len() && b.len() == ids.len() && c.len() == ids.len());
+        // The nested prefix is the start of the outer one, in the same order.
+        let inner: Vec<EntityId> = ids.iter().collect();
+        let (outer, ..) = self.ab();
+        assert_eq!(outer.iter().take(inner.len()).collect::<Vec<_>>(), inner);
+        Some(inner.len())
+    }
 }
 
 const CAPACITY: usize = 6;
@@ -184,15 +222,13 @@ fn check_error(got: WorldError, m: &Model) {
 }
 
 /// `insert_batch` of `values` against the model: all or nothing, the newly joined count.
-fn insert_batch<T: Pod + PartialEq + std::fmt::Debug>(
-    w: &mut World,
+fn insert_batch<W: ModelWorld + Stores<T>, T: Pod + PartialEq + std::fmt::Debug>(
+    w: &mut W,
     m: &mut Model,
     es: &[EntityId],
     values: &[T],
     field: fn(&mut Row) -> &mut Option<T>,
-) where
-    World: Stores<T>,
-{
+) {
     let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
     match (w.insert_batch(es, values), ok) {
         (Ok(joined), true) => {
@@ -209,14 +245,12 @@ fn insert_batch<T: Pod + PartialEq + std::fmt::Debug>(
 }
 
 /// `remove_batch::<T>` against the model: all or nothing, the removed count.
-fn remove_batch<T: Pod + std::fmt::Debug>(
-    w: &mut World,
+fn remove_batch<W: ModelWorld + Stores<T>, T: Pod + std::fmt::Debug>(
+    w: &mut W,
     m: &mut Model,
     es: &[EntityId],
     field: fn(&mut Row) -> &mut Option<T>,
-) where
-    World: Stores<T>,
-{
+) {
     let ok = m.structural && es.iter().all(|e| m.alive.contains_key(e));
     match (w.remove_batch::<T>(es), ok) {
         (Ok(removed), true) => {
@@ -266,9 +300,9 @@ fn structural_changes(before: &HashMap<EntityId, Row>, after: &HashMap<EntityId,
     changes
 }
 
-fn run(ops: Vec<Op>) {
-    let mut w = World::try_new(CAPACITY).unwrap();
-    let mut foreign = World::try_new(CAPACITY).unwrap();
+fn run<W: ModelWorld>(ops: Vec<Op>) {
+    let mut w = W::fresh();
+    let mut foreign = W::fresh();
     // Slot 1 starts two steps before the terminal generation, so retirement happens.
     assert!(w.test_hook_advance_free_generation(1, TERMINAL_GENERATION - 1));
     let f = foreign.create().unwrap();
@@ -279,7 +313,7 @@ fn run(ops: Vec<Op>) {
         alive: HashMap::new(),
         retired: 0,
         structural: true,
-        owner: w.registry.owner(),
+        owner: w.registry().owner(),
         free: Vec::new(),
         high: 0,
         last_sequence: 0,
@@ -292,7 +326,7 @@ fn run(ops: Vec<Op>) {
     let mut bytes = 0usize;
     let mut pending: HashSet<EntityId> = HashSet::new();
     let mut handles: Vec<EntityId> = vec![f];
-    let mut revision = w.registry.structural_revision();
+    let mut revision = w.registry().structural_revision();
     for op in ops {
         let mut before = m.alive.clone();
         let op_name = format!("{op:?}");
@@ -400,7 +434,7 @@ fn run(ops: Vec<Op>) {
                         assert!(room);
                         recorded.push(Recorded::Create(p));
                         let room = recorded.len() < COMMANDS && bytes + 4 <= BYTES;
-                        match cmd.insert(&w.registry, p, A(v)) {
+                        match cmd.insert(w.registry(), p, A(v)) {
                             Ok(()) => {
                                 assert!(room);
                                 bytes += 4;
@@ -420,7 +454,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::CmdSpawnAB(a, b) => {
                 let room = recorded.len() + 3 <= COMMANDS && bytes + 12 <= BYTES;
-                match cmd.spawn(&w.registry, (A(a), B(b))) {
+                match cmd.spawn(w.registry(), (A(a), B(b))) {
                     Ok(p) => {
                         assert!(room);
                         bytes += 12;
@@ -439,7 +473,7 @@ fn run(ops: Vec<Op>) {
                 let e = pick(&handles, i);
                 let active = m.alive.contains_key(&e) && !pending.contains(&e);
                 let room = recorded.len() < COMMANDS;
-                match cmd.destroy(&w.registry, e) {
+                match cmd.destroy(w.registry(), e) {
                     Ok(()) => {
                         assert!(room && active);
                         pending.insert(e);
@@ -459,7 +493,7 @@ fn run(ops: Vec<Op>) {
                 let e = pick(&handles, i);
                 let active = m.alive.contains_key(&e) && !pending.contains(&e);
                 let room = recorded.len() < COMMANDS && bytes + 8 <= BYTES;
-                match cmd.insert(&w.registry, e, B(v)) {
+                match cmd.insert(w.registry(), e, B(v)) {
                     Ok(()) => {
                         assert!(room && active);
                         bytes += 8;
@@ -474,7 +508,7 @@ fn run(ops: Vec<Op>) {
                 let e = pick(&handles, i);
                 let active = m.alive.contains_key(&e) && !pending.contains(&e);
                 let room = recorded.len() < COMMANDS;
-                match cmd.remove::<A, _>(&w.registry, e) {
+                match cmd.remove::<A, _>(w.registry(), e) {
                     Ok(()) => {
                         assert!(room && active);
                         recorded.push(Recorded::RemoveA(e));
@@ -558,7 +592,7 @@ fn run(ops: Vec<Op>) {
                             want => assert_eq!(got, want),
                         }
                         assert_eq!(cmd.len(), recorded.len(), "failed commit keeps the buffer");
-                        cmd.clear(&w.registry).unwrap();
+                        cmd.clear(w.registry()).unwrap();
                         for r in &recorded {
                             if let Recorded::Create(p) = *r {
                                 assert_eq!(cmd.resolve(p), None, "cleared before commit");
@@ -582,7 +616,7 @@ fn run(ops: Vec<Op>) {
                         "provisional {k} of {last}"
                     );
                     assert_eq!(
-                        cmd.insert(&w.registry, p, C(1)),
+                        cmd.insert(w.registry(), p, C(1)),
                         Err(CommandError::ForeignProvisional)
                     );
                 }
@@ -633,7 +667,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::RemoveBatchA(picks) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
-                remove_batch::<A>(&mut w, &mut m, &es, |row| &mut row.a);
+                remove_batch::<W, A>(&mut w, &mut m, &es, |row| &mut row.a);
             }
             Op::InsertBatchC(picks, v) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
@@ -642,7 +676,7 @@ fn run(ops: Vec<Op>) {
             }
             Op::RemoveBatchC(picks) => {
                 let es: Vec<EntityId> = picks.iter().map(|&i| pick(&handles, i)).collect();
-                remove_batch::<C>(&mut w, &mut m, &es, |row| &mut row.c);
+                remove_batch::<W, C>(&mut w, &mut m, &es, |row| &mut row.c);
             }
             Op::Phase(open) => {
                 if open {
@@ -657,16 +691,16 @@ fn run(ops: Vec<Op>) {
         // joining or leaving a pool (a replacement is no change).
         revision += structural_changes(&before, &m.alive);
         assert_eq!(
-            w.registry.structural_revision(),
+            w.registry().structural_revision(),
             revision,
             "after {op_name}"
         );
         // Every handle ever seen (live, stale, foreign) reads exactly the model.
         for &e in &handles {
             let row = m.alive.get(&e).copied();
-            assert_eq!(w.registry.is_alive(e), row.is_some(), "{e:?}");
+            assert_eq!(w.registry().is_alive(e), row.is_some(), "{e:?}");
             assert_eq!(
-                w.registry.is_active(e),
+                w.registry().is_active(e),
                 row.is_some() && !pending.contains(&e),
                 "{e:?}"
             );
@@ -675,22 +709,22 @@ fn run(ops: Vec<Op>) {
             assert_eq!(w.get::<B>(e).copied(), row.b);
             assert_eq!(w.get::<C>(e).copied(), row.c);
         }
-        assert_eq!(w.registry.len(), m.alive.len());
-        assert_eq!(w.registry.retired(), m.retired);
-        assert_eq!(w.registry.last_sequence(), m.last_sequence);
+        assert_eq!(w.registry().len(), m.alive.len());
+        assert_eq!(w.registry().retired(), m.retired);
+        assert_eq!(w.registry().last_sequence(), m.last_sequence);
         for (&e, &seq) in &m.sequence {
             assert_eq!(
-                w.registry.creation_sequence(e),
+                w.registry().creation_sequence(e),
                 Some(seq),
                 "sequence of {e:?}"
             );
         }
         assert_eq!(
-            w.a.len(),
+            w.pool::<A>().len(),
             m.alive.values().filter(|r| r.a.is_some()).count()
         );
         assert_eq!(
-            w.b.len(),
+            w.pool::<B>().len(),
             m.alive.values().filter(|r| r.b.is_some()).count()
         );
         assert!(w.check_groups());
@@ -699,7 +733,15 @@ fn run(ops: Vec<Op>) {
             .values()
             .filter(|r| r.a.is_some() && r.b.is_some())
             .count();
-        assert_eq!(w.ab().0.len(), both);
+        assert_eq!(w.group_mut::<(A, B)>().0.len(), both);
+        if let Some(n) = w.abc_len() {
+            let all = m
+                .alive
+                .values()
+                .filter(|r| r.a.is_some() && r.b.is_some() && r.c.is_some())
+                .count();
+            assert_eq!(n, all);
+        }
     }
 }
 
@@ -718,6 +760,11 @@ proptest! {
     #![proptest_config(config())]
     #[test]
     fn world_matches_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
-        run(ops);
+        run::<World>(ops);
+    }
+
+    #[test]
+    fn nested_groups_match_the_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
+        run::<Nested>(ops);
     }
 }

@@ -323,6 +323,22 @@ fn overlapping_groups_are_an_init_error() {
         groups { one(a: Health, b: Position), two(b: Position, a: Health) }
     }
     assert_eq!(Bad::try_new(4).err(), Some(InitError::GroupOverlap));
+    ludus::world! {
+        struct Crossing { a: Health, b: Position, c: Velocity }
+        groups { one(a: Health, b: Position), two(b: Position, c: Velocity) }
+    }
+    assert_eq!(Crossing::try_new(4).err(), Some(InitError::GroupOverlap));
+    ludus::world! {
+        struct Twice { a: Health, b: Position }
+        groups { one(a: Health, b: Position, a2: Health) }
+    }
+    assert_eq!(Twice::try_new(4).err(), Some(InitError::GroupOverlap));
+    // Nested groups (one's members a strict subset of the other's) are fine, in any order.
+    ludus::world! {
+        struct Nested { a: Health, b: Position, c: Velocity }
+        groups { abc(a: Health, b: Position, c: Velocity), ab(a: Health, b: Position) }
+    }
+    assert!(Nested::try_new(4).is_ok());
     let p = Plain::try_new(2).unwrap();
     assert_eq!(p.hp.len(), 0);
 }

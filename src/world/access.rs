@@ -138,15 +138,14 @@ macro_rules! tuple_group {
             type Out<'a> = (Owners<'a>, &'a mut [$t0] $(, &'a mut [$t])*) where W: 'a;
             #[inline]
             fn fetch(world: &mut W) -> Self::Out<'_> {
-                let group = W::Groups::index_of(TypeId::of::<$t0>());
-                let same = group.is_some()
-                    $(&& W::Groups::index_of(TypeId::of::<$t>()) == group)*;
+                // The smallest group holding every type (with nested groups, several do).
+                let size = W::Groups::smallest_containing(&[TypeId::of::<$t0>() $(, TypeId::of::<$t>())*]);
                 let (registry, mut pools) = world.parts();
                 let owner = registry.owner();
                 let pools = (take::<W, $t0>(&mut pools), $(take::<W, $t>(&mut pools),)*);
-                let n = pools.0.packed();
-                let consistent = same && super::ops::declared::<W>(registry) && pools.0.owner() == owner
-                    $(&& pools.$i.owner() == owner && pools.$i.packed() == n)*;
+                let n = pools.0.packed(size);
+                let consistent = size > 0 && super::ops::declared::<W>(registry) && pools.0.owner() == owner
+                    $(&& pools.$i.owner() == owner && pools.$i.packed(size) == n)*;
                 if !consistent {
                     not_a_group(type_name::<$t0>());
                 }

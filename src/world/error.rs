@@ -47,10 +47,11 @@ pub enum InitError {
     /// The owner-token source is exhausted.
     #[error("owner tokens exhausted")]
     IdentityExhausted,
-    /// An owned group is invalid: a pool in more than one group (or twice in one), a group
-    /// with no member or more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), or a
-    /// member that is not a component of the world.
-    #[error("invalid owned groups: a pool in two groups, an empty or oversized group (at most {max} members), or a member the world does not store", max = super::MAX_GROUP_MEMBERS)]
+    /// An owned group is invalid: two groups share a pool without being nested (one's
+    /// members a strict subset of the other's), a pool is twice in one group, a group has no
+    /// member or more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), or a member is
+    /// not a component of the world.
+    #[error("invalid owned groups: two groups share a pool without being nested, a pool twice in one group, an empty or oversized group (at most {max} members), or a member the world does not store", max = super::MAX_GROUP_MEMBERS)]
     GroupOverlap,
     /// The world's roster names one component type twice (use newtypes).
     #[error("a component type appears twice in the world's roster; wrap one in a newtype")]

@@ -2,13 +2,20 @@
 //! `[0..len)` of each member pool's dense arrays, in the same order, so a group iteration is a
 //! straight zip of dense slices with no probing.
 //!
-//! Invariant, for every member pool `p` and `i < len`: `p.owners().get(i) ==
+//! Invariant, for every group and every member pool `p` and `i < len`: `p.owners().get(i) ==
 //! first.owners().get(i)`, and an entity is in `[0..len)` exactly when it holds every member.
-//! `len` is stored in every member pool ([`ComponentPool::packed`]) and is equal in all of them.
-//! A pool belongs to at most one group. The world keeps the invariant on every insert, remove
-//! and destroy: gaining the last member swaps the entity to position `len` in every member;
-//! losing one swaps it to `len - 1` first. Nothing unsafe relies on the invariant: slicing a
-//! group's prefix is bounds-checked.
+//! `len` is stored in every member pool under the group's size ([`ComponentPool::packed`]) and
+//! is equal in all of them.
+//!
+//! **Nested groups.** Groups that share a pool must be nested: one's members a strict subset of
+//! the other's (`moving(position, velocity)` and `swirling(position, velocity, rotation)`). The
+//! larger group's entities are a subset of the smaller one's, and its prefix lies inside the
+//! smaller one's prefix in every shared pool. So a pool's groups have different sizes, and each
+//! keeps its own prefix length. The world keeps the invariant on every insert, remove and
+//! destroy: gaining the last member of a group swaps the entity to position `len` in every
+//! member, smaller groups first (the entity is then inside the smaller prefixes, and the swap
+//! stays inside them); losing one swaps it to `len - 1` first, larger groups first. Nothing
+//! unsafe relies on the invariant: slicing a group's prefix is bounds-checked.
 
 use core::any::TypeId;
 
@@ -16,7 +23,8 @@ use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
 use super::roster::{
-    ComponentList, GroupVisitor, PoolsMutList, PoolsRefList, TypeVisitor, MAX_GROUP_MEMBERS,
+    ComponentList, GroupList, GroupVisitor, PoolsMutList, PoolsRefList, TypeVisitor,
+    MAX_GROUP_MEMBERS,
 };
 use super::{ComponentPool, EntityId};
 
@@ -58,10 +66,36 @@ impl<'p, P, A> Repack<'p, P, A> {
     }
 }
 
+/// Packs or unpacks `entity` in every group containing `id` (every group for `None`), in the
+/// order nesting needs: packs into smaller groups first, unpacks from larger groups first
+/// (module docs).
+#[inline(always)]
+pub(crate) fn repack<'a, G, A, P>(pools: &mut P, entity: EntityId, id: Option<TypeId>, pack: bool)
+where
+    G: GroupList,
+    A: Allocator + Clone + 'static,
+    P: PoolsMutList<'a, A>,
+{
+    if G::LEN == 0 {
+        return;
+    }
+    let mut visitor = if pack {
+        Repack::<_, A>::pack(pools, entity)
+    } else {
+        Repack::<_, A>::unpack(pools, entity)
+    };
+    for k in 1..=MAX_GROUP_MEMBERS {
+        let size = if pack { k } else { MAX_GROUP_MEMBERS + 1 - k };
+        G::with_sized(id, size, &mut visitor);
+    }
+}
+
 /// Pass 1 over a group's members: each one's dense index of the entity.
 struct Indices<'p, P, A> {
     pools: &'p mut P,
     entity: EntityId,
+    /// The group's size (the key of its prefix length in each member).
+    size: usize,
     at: [Option<usize>; MAX_GROUP_MEMBERS],
     k: usize,
     len: Option<usize>,
@@ -74,7 +108,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for
         let pool: Option<&mut ComponentPool<T, A>> = self.pools.get::<T>();
         if let (Some(pool), Some(slot)) = (pool, self.at.get_mut(self.k)) {
             *slot = pool.dense_index(self.entity);
-            self.len.get_or_insert(pool.packed());
+            self.len.get_or_insert(pool.packed(self.size));
         }
         self.k += 1;
     }
@@ -83,6 +117,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for
 /// Pass 2: swaps the entity to `to` in every member and sets the prefix length.
 struct Swap<'p, P, A> {
     pools: &'p mut P,
+    size: usize,
     at: [Option<usize>; MAX_GROUP_MEMBERS],
     to: usize,
     len: usize,
@@ -98,7 +133,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for
             if *i != self.to {
                 pool.swap_dense(*i, self.to);
             }
-            pool.set_packed(self.len);
+            pool.set_packed(self.size, self.len);
         }
         self.k += 1;
     }
@@ -111,6 +146,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor fo
         let mut pass = Indices::<P, A> {
             pools: r.pools,
             entity: r.entity,
+            size: G::LEN,
             at: [None; MAX_GROUP_MEMBERS],
             k: 0,
             len: None,
@@ -133,6 +169,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor fo
         let at = pass.at;
         G::each(&mut Swap::<P, A> {
             pools: r.pools,
+            size: G::LEN,
             at,
             to,
             len: new_len,
@@ -152,6 +189,7 @@ pub(crate) struct Consistent<'a, P, A> {
 /// Pass over members: all prefix lengths equal and the prefixes hold the same owners.
 struct Prefixes<'a, P, A> {
     pools: P,
+    size: usize,
     len: Option<usize>,
     head: Option<super::Owners<'a>>,
     ok: bool,
@@ -166,9 +204,9 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
             self.ok = false;
             return;
         };
-        let len = *self.len.get_or_insert(pool.packed());
+        let len = *self.len.get_or_insert(pool.packed(self.size));
         let owners = pool.owners();
-        if pool.packed() != len || owners.len() < len {
+        if pool.packed(self.size) != len || owners.len() < len {
             self.ok = false;
             return;
         }
@@ -244,6 +282,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> GroupVisitor
     fn visit<G: ComponentList>(&mut self) {
         let mut prefixes = Prefixes::<P, A> {
             pools: self.pools,
+            size: G::LEN,
             len: None,
             head: None,
             ok: true,
@@ -262,22 +301,32 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> GroupVisitor
 }
 
 /// Whether the group ids are valid for a roster: each group has 1..=[`MAX_GROUP_MEMBERS`]
-/// members, all of them components of the world, and no component is in two groups (or twice
-/// in one).
-pub(crate) fn groups_valid<C: ComponentList, G: super::roster::GroupList>() -> bool {
-    let mut seen = [TypeId::of::<()>(); 64];
+/// distinct members, all of them components of the world, and any two groups that share a
+/// component are nested (one's members a strict subset of the other's).
+pub(crate) fn groups_valid<C: ComponentList, G: GroupList>() -> bool {
+    let mut groups = [[TypeId::of::<()>(); MAX_GROUP_MEMBERS]; 64];
+    let mut sizes = [0usize; 64];
     let mut n = 0;
     G::each_group(&mut |members: &[TypeId]| {
-        if members.is_empty() || members.len() > MAX_GROUP_MEMBERS {
+        if members.is_empty() || members.len() > MAX_GROUP_MEMBERS || n == groups.len() {
             return false;
         }
-        for id in members {
-            if !C::contains(*id) || seen[..n].contains(id) || n == seen.len() {
+        for (k, id) in members.iter().enumerate() {
+            if !C::contains(*id) || members[..k].contains(id) {
                 return false;
             }
-            seen[n] = *id;
-            n += 1;
         }
+        for (other, &size) in groups[..n].iter().zip(&sizes[..n]) {
+            let other = &other[..size];
+            let shared = members.iter().filter(|id| other.contains(id)).count();
+            let nested = shared == members.len().min(size) && members.len() != size;
+            if shared > 0 && !nested {
+                return false;
+            }
+        }
+        groups[n][..members.len()].copy_from_slice(members);
+        sizes[n] = members.len();
+        n += 1;
         true
     })
 }

@@ -13,7 +13,7 @@ use bytemuck::Pod;
 
 use super::access::{GroupQuery, PoolQuery};
 use super::commands::BundleLayout;
-use super::group::{groups_valid, Consistent, Repack};
+use super::group::{groups_valid, repack, Consistent};
 use super::roster::{
     ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, RefList, Roster, Stores,
 };
@@ -58,10 +58,7 @@ fn grouped<W: Roster, T: Pod>() -> bool {
 #[inline(always)]
 fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
     let mut pools = world.parts().1;
-    W::Groups::with_groups_of(
-        TypeId::of::<T>(),
-        &mut Repack::<_, W::Alloc>::unpack(&mut pools, entity),
-    );
+    repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(TypeId::of::<T>()), false);
 }
 
 /// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).
@@ -275,7 +272,7 @@ pub(crate) fn destroy_run<W: Roster>(
     for entity in run.clone() {
         durable.detach(registry, entity);
         if W::Groups::LEN > 0 {
-            W::Groups::with_all(&mut Repack::<_, W::Alloc>::unpack(&mut pools, entity));
+            repack::<W::Groups, W::Alloc, _>(&mut pools, entity, None, false);
         }
     }
     let mut remove = RemoveRun {
@@ -535,7 +532,7 @@ pub trait WorldOps: Roster {
         // release the slot.
         durable.detach(registry, entity);
         if Self::Groups::LEN > 0 {
-            Self::Groups::with_all(&mut Repack::<_, Self::Alloc>::unpack(&mut pools, entity));
+            repack::<Self::Groups, Self::Alloc, _>(&mut pools, entity, None, false);
         }
         let mut remove = RemoveAll {
             key: EntityKey::of(entity),
@@ -832,7 +829,9 @@ pub trait WorldOps: Roster {
             ok: true,
             _alloc: PhantomData,
         };
-        Self::Groups::with_all(&mut check);
+        for size in 1..=super::MAX_GROUP_MEMBERS {
+            Self::Groups::with_sized(None, size, &mut check);
+        }
         check.ok
     }
 

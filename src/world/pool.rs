@@ -8,6 +8,7 @@ use bytemuck::Pod;
 
 use super::dense::{words_for, DenseMut, Index, Order, Sparse, NO_ENTRY};
 use super::owners::{EntityKey, Owners};
+use super::roster::MAX_GROUP_MEMBERS;
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
 
@@ -54,9 +55,11 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Entity capacity (the registry's), fixed at init.
     capacity: usize,
-    /// Length of the owned group's packed prefix when the pool belongs to a world's group
-    /// (equal in every member pool, see [`group`](super::group)); 0 otherwise.
-    packed: usize,
+    /// Per group size `k + 1`: the length of the packed prefix of the world's group of that
+    /// many members this pool belongs to (equal in every member pool, see
+    /// [`group`](super::group)); 0 for sizes of no group of this pool. A pool's groups are
+    /// nested, so their sizes differ.
+    packed: [usize; MAX_GROUP_MEMBERS],
     /// Dense index per slot, for entries off their diagonal; `len == capacity`, filled at
     /// init (see [`dense`](super::dense)).
     sparse: Vec<Sparse, A>,
@@ -118,7 +121,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         Ok(Self {
             owner: 0,
             capacity,
-            packed: 0,
+            packed: [0; MAX_GROUP_MEMBERS],
             sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
             keys: fixed::reserve(capacity, alloc.clone())?,
             values: fixed::reserve(capacity, alloc.clone())?,
@@ -207,7 +210,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// group that packs entities (its prefix order belongs to the group). Not a membership
     /// change: allowed in every phase, handles stay valid.
     pub fn sort_by_slot(&mut self) -> bool {
-        if self.packed > 0 {
+        if self.packed.iter().any(|&n| n > 0) {
             return false;
         }
         if self.order.sorted {
@@ -424,16 +427,23 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         )
     }
 
-    /// Length of the owned-group prefix this pool takes part in (0 outside a world's group).
+    /// Length of the packed prefix of this pool's group of `size` members (0 when it is in
+    /// no such group of a world).
     #[inline(always)]
-    pub(crate) fn packed(&self) -> usize {
-        self.packed
+    pub(crate) fn packed(&self, size: usize) -> usize {
+        size.checked_sub(1)
+            .and_then(|k| self.packed.get(k))
+            .copied()
+            .unwrap_or(0)
     }
 
-    /// Sets the owned-group prefix length (the world's group code only).
+    /// Sets the prefix length of this pool's group of `size` members (the world's group code
+    /// only).
     #[inline(always)]
-    pub(crate) fn set_packed(&mut self, packed: usize) {
-        self.packed = packed;
+    pub(crate) fn set_packed(&mut self, size: usize, packed: usize) {
+        if let Some(n) = size.checked_sub(1).and_then(|k| self.packed.get_mut(k)) {
+            *n = packed;
+        }
     }
 
     /// Gives each of `entities` the value at the same index of `values` (replacing previous

@@ -357,12 +357,13 @@ pub trait GroupList: sealed::List + 'static {
     /// Calls `f` with each group's member ids (at most [`MAX_GROUP_MEMBERS`] of them) until it
     /// returns false; returns false when it did.
     fn each_group(f: &mut dyn FnMut(&[TypeId]) -> bool) -> bool;
-    /// Calls `v` with the members list of every group containing `id`.
-    fn with_groups_of<V: GroupVisitor>(id: TypeId, v: &mut V);
-    /// Calls `v` with the members list of every group.
-    fn with_all<V: GroupVisitor>(v: &mut V);
+    /// Calls `v` with the members list of every group of `size` members containing `id`
+    /// (every group of `size` members when `id` is `None`).
+    fn with_sized<V: GroupVisitor>(id: Option<TypeId>, size: usize, v: &mut V);
     /// Index of the first group containing `id`.
     fn index_of(id: TypeId) -> Option<usize>;
+    /// The member count of the smallest group containing every one of `ids` (0: none).
+    fn smallest_containing(ids: &[TypeId]) -> usize;
 }
 
 /// Most members in one owned group.
@@ -380,12 +381,14 @@ impl GroupList for () {
         true
     }
     #[inline(always)]
-    fn with_groups_of<V: GroupVisitor>(_: TypeId, _: &mut V) {}
-    #[inline(always)]
-    fn with_all<V: GroupVisitor>(_: &mut V) {}
+    fn with_sized<V: GroupVisitor>(_: Option<TypeId>, _: usize, _: &mut V) {}
     #[inline(always)]
     fn index_of(_: TypeId) -> Option<usize> {
         None
+    }
+    #[inline(always)]
+    fn smallest_containing(_: &[TypeId]) -> usize {
+        0
     }
 }
 
@@ -397,16 +400,11 @@ impl<G: ComponentList, R: GroupList> GroupList for (G, R) {
         f(&ids[..n]) && R::each_group(f)
     }
     #[inline(always)]
-    fn with_groups_of<V: GroupVisitor>(id: TypeId, v: &mut V) {
-        if G::contains(id) {
+    fn with_sized<V: GroupVisitor>(id: Option<TypeId>, size: usize, v: &mut V) {
+        if G::LEN == size && id.is_none_or(G::contains) {
             v.visit::<G>();
         }
-        R::with_groups_of(id, v);
-    }
-    #[inline(always)]
-    fn with_all<V: GroupVisitor>(v: &mut V) {
-        v.visit::<G>();
-        R::with_all(v);
+        R::with_sized(id, size, v);
     }
     #[inline(always)]
     fn index_of(id: TypeId) -> Option<usize> {
@@ -414,6 +412,15 @@ impl<G: ComponentList, R: GroupList> GroupList for (G, R) {
             Some(0)
         } else {
             R::index_of(id).map(|i| i + 1)
+        }
+    }
+    #[inline(always)]
+    fn smallest_containing(ids: &[TypeId]) -> usize {
+        let rest = R::smallest_containing(ids);
+        if ids.iter().all(|&id| G::contains(id)) && (rest == 0 || G::LEN < rest) {
+            G::LEN
+        } else {
+            rest
         }
     }
 }

@@ -19,7 +19,7 @@ use core::any::{type_name, TypeId};
 
 use bytemuck::Pod;
 
-use super::group::Repack;
+use super::group::repack;
 use super::pool::{BatchCursor, BatchWriter};
 use super::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 use super::{ComponentPool, EntityId, WorldError};
@@ -116,10 +116,7 @@ fn take_pool<'a, W: Roster, T: Pod>(
 /// Packs `entity` into every group containing `T`.
 #[inline(always)]
 pub(crate) fn pack_groups_of<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
-    W::Groups::with_groups_of(
-        core::any::TypeId::of::<T>(),
-        &mut Repack::<_, W::Alloc>::pack(pools, entity),
-    );
+    repack::<W::Groups, W::Alloc, _>(pools, entity, Some(core::any::TypeId::of::<T>()), true);
 }
 
 macro_rules! tuple_bundle {
