@@ -1,13 +1,12 @@
-//! ludus: no group: every particle is spawned with one bundle holding position, velocity and
-//! lifetime, so those three pools share a layout stamp and `movement` is an aligned join (a
-//! zip of the dense slices, kept through destroys); a bits-plan join for `swirl`, the lifetime
-//! pool's values with their owners for `age`, a `CommandBuffer` for expiry and replacement (one `spawn` command per bundle, the commit reusing the slots its
-//! destroys free; every 16 ticks `sort_pools` puts the pools back in slot order), `pool.get`
-//! for the tracked handles.
+//! ludus: nested owned groups, `moving(position, velocity)` and inside it `swirling(position,
+//! velocity, rotation)`, so `movement` and `swirl` are both zips of the groups' slices; the
+//! lifetime pool's values with their owners for `age`, a `CommandBuffer` for expiry and
+//! replacement (one `spawn` command per bundle, the commit reusing the slots its destroys free
+//! and packing the groups), `pool.get` for the tracked handles. No join, so no `sort_pools`.
 
 #![allow(missing_docs)] // the `world!` expansion
 
-use ::ludus::world::{join, CommandBuffer, Provisional, WorldOps};
+use ::ludus::world::{CommandBuffer, Provisional, WorldOps};
 use ::ludus::EntityId;
 
 use super::*;
@@ -20,6 +19,10 @@ use crate::{Digest, Workload};
         pub life: Data,
         pub rotation: Rotation,
     }
+    groups {
+        moving(position: Position, velocity: Velocity),
+        swirling(position: Position, velocity: Velocity, rotation: Rotation),
+    }
 }
 
 /// The tick on a ludus world.
@@ -31,7 +34,6 @@ pub struct Tick {
     tracked: Vec<EntityId>,
     /// Per slot: the replacement of the entity there that expired last.
     replaced: Vec<EntityId>,
-    ticks: u64,
     /// The trackers' sum over the last tick.
     pub sum: u64,
 }
@@ -47,14 +49,15 @@ fn record(cmd: &mut CommandBuffer, w: &TickWorld, i: usize) -> Provisional {
 impl Tick {
     /// `movement`.
     pub fn movement(&mut self) {
-        let w = &mut self.world;
-        join((&mut w.position, &w.velocity)).for_each(|(_, (p, v))| movement(p, v));
+        let (_, ps, vs) = self.world.moving();
+        ps.iter_mut().zip(vs.iter()).for_each(|(p, v)| movement(p, v));
     }
     /// `swirl`.
     pub fn swirl(&mut self) {
-        let w = &mut self.world;
-        join((&mut w.position, &w.velocity, &mut w.rotation))
-            .for_each(|(_, (p, v, r))| swirl(p, v, r));
+        let (_, ps, vs, rs) = self.world.swirling();
+        for ((p, v), r) in ps.iter_mut().zip(vs.iter()).zip(rs.iter_mut()) {
+            swirl(p, v, r);
+        }
     }
     /// `age`, with the deferred despawns and replacements.
     pub fn age(&mut self) {
@@ -80,11 +83,6 @@ impl Tick {
         w.end_structural();
         for &(slot, p) in &self.spawned {
             self.replaced[slot as usize] = self.cmd.resolve(p).unwrap();
-        }
-        // Every 16 ticks, undo the shuffle of swap removals: joins find rows by rank again.
-        self.ticks += 1;
-        if self.ticks.is_multiple_of(16) {
-            w.sort_pools();
         }
     }
     /// `track`.
@@ -121,7 +119,6 @@ impl Workload for Tick {
             spawned: Vec::new(),
             tracked,
             replaced: vec![EntityId::NULL; PARTICLES],
-            ticks: 0,
             sum: 0,
         }
     }
