@@ -144,7 +144,7 @@ macro_rules! tuple_group {
                 let owner = registry.owner();
                 let pools = (take::<W, $t0>(&mut pools), $(take::<W, $t>(&mut pools),)*);
                 let n = pools.0.packed(size);
-                let consistent = size > 0 && super::ops::declared::<W>(registry) && pools.0.owner() == owner
+                let consistent = size > 0 && pools.0.owner() == owner
                     $(&& pools.$i.owner() == owner && pools.$i.packed(size) == n)*;
                 if !consistent {
                     not_a_group(type_name::<$t0>());

@@ -255,6 +255,6 @@ impl<A: Allocator + Clone> ReadOnly<Durable<A>> {
         config: Option<DurableConfig>,
         alloc: A,
     ) -> Result<Self, InitError> {
-        Durable::try_new_in(capacity, config, alloc).map(Self)
+        Durable::try_new_in(capacity, config, alloc).map(Self::wrap)
     }
 }

@@ -95,8 +95,7 @@ pub enum WorldError {
     #[error("structural revision exhausted")]
     RevisionExhausted,
     /// The pool was initialized against another registry (or the world's durable part
-    /// belongs to another world, or the world's parts were bound by a world type that
-    /// declares other groups).
+    /// belongs to another world).
     #[error("pool belongs to another registry")]
     ForeignPool,
     /// The entity is protected (seed 004's World Settings): it cannot be destroyed,

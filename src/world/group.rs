@@ -79,14 +79,40 @@ where
     if G::LEN == 0 {
         return;
     }
-    let mut visitor = if pack {
-        Repack::<_, A>::pack(pools, entity)
+    if pack {
+        by_size::<G, _>(id, true, &mut Repack::<_, A>::pack(pools, entity));
     } else {
-        Repack::<_, A>::unpack(pools, entity)
-    };
-    for k in 1..=MAX_GROUP_MEMBERS {
-        let size = if pack { k } else { MAX_GROUP_MEMBERS + 1 - k };
-        G::with_sized(id, size, &mut visitor);
+        by_size::<G, _>(id, false, &mut Repack::<_, A>::unpack(pools, entity));
+    }
+}
+
+/// Calls `v` with every group containing `id` (every group for `None`) by size, smallest
+/// first when `ascending`; each size test is a constant.
+#[inline(always)]
+pub(crate) fn by_size<G: GroupList, V: GroupVisitor>(
+    id: Option<TypeId>,
+    ascending: bool,
+    v: &mut V,
+) {
+    const _: () = assert!(MAX_GROUP_MEMBERS == 8, "one call per size below");
+    if ascending {
+        G::with_sized::<1, V>(id, v);
+        G::with_sized::<2, V>(id, v);
+        G::with_sized::<3, V>(id, v);
+        G::with_sized::<4, V>(id, v);
+        G::with_sized::<5, V>(id, v);
+        G::with_sized::<6, V>(id, v);
+        G::with_sized::<7, V>(id, v);
+        G::with_sized::<8, V>(id, v);
+    } else {
+        G::with_sized::<8, V>(id, v);
+        G::with_sized::<7, V>(id, v);
+        G::with_sized::<6, V>(id, v);
+        G::with_sized::<5, V>(id, v);
+        G::with_sized::<4, V>(id, v);
+        G::with_sized::<3, V>(id, v);
+        G::with_sized::<2, V>(id, v);
+        G::with_sized::<1, V>(id, v);
     }
 }
 

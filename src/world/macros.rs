@@ -94,7 +94,10 @@ macro_rules! world {
             __LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static = $crate::world::__private::Global,
         > {
             /// The registry, read-only outside the world's structural methods.
-            pub registry: $crate::world::ReadOnly<$crate::world::EntityRegistry<__LudusAlloc>>,
+            pub registry: $crate::world::ReadOnly<
+                $crate::world::EntityRegistry<__LudusAlloc>,
+                $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?),
+            >,
             /// Durable identity: binding table, names and hierarchy (disabled unless made
             /// with `try_new_durable`); read-only outside the world's methods.
             pub durable: $crate::world::ReadOnly<$crate::world::Durable<__LudusAlloc>>,

@@ -34,18 +34,10 @@ type Member<'a, W, T> = (
 fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
     let (registry, mut pools) = world.parts();
     let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
-    if pool.owner() != registry.owner() || !declared::<W>(registry) {
+    if pool.owner() != registry.owner() {
         return Err(WorldError::ForeignPool);
     }
     Ok((&mut registry.0, pool))
-}
-
-/// Whether `registry` was bound by a world type declaring `W`'s groups. Pools carry the packing
-/// of the groups that bound them: a world type that declares other groups would neither keep
-/// nor undo it, so its operations refuse such parts (`ForeignPool`).
-#[inline(always)]
-pub(crate) fn declared<W: Roster>(registry: &EntityRegistry<W::Alloc>) -> bool {
-    registry.bound_by_groups(TypeId::of::<W::Groups>())
 }
 
 /// Whether `T`'s pool is in an owned group (folds to a constant).
@@ -255,10 +247,7 @@ pub(crate) fn destroy_run<W: Roster>(
     let registry = &mut registry.0;
     let durable = &mut durable.0;
     // The release invariant, as in `destroy`.
-    if !all_bound(registry, &mut pools)
-        || !declared::<W>(registry)
-        || durable.owner() != registry.owner()
-    {
+    if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
         return Err(WorldError::ForeignPool);
     }
     // Phase, budget (a release and a removal per pool for each entity) and liveness.
@@ -363,7 +352,7 @@ impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bi
 /// operation on them then goes through): a commit checks it before applying anything.
 pub(crate) fn roster_intact<W: Roster>(world: &mut W) -> bool {
     let (registry, mut pools) = world.parts();
-    declared::<W>(&registry.0) && all_bound(&registry.0, &mut pools)
+    all_bound(&registry.0, &mut pools)
 }
 
 /// Whether `pools` are exactly the pools bound to `registry`: each belongs to it, and as many
@@ -435,10 +424,7 @@ pub trait WorldOps: Roster {
         if registry.owner() != 0 {
             // A bound world attaches no part: a fresh one handed out now stays unattached
             // and every durable operation on it is refused.
-            return if declared::<Self>(&registry.0)
-                && all_bound(&registry.0, &mut pools)
-                && durable.owner() == registry.owner()
-            {
+            return if all_bound(&registry.0, &mut pools) && durable.owner() == registry.owner() {
                 Ok(())
             } else {
                 Err(InitError::PoolMismatch)
@@ -452,7 +438,6 @@ pub trait WorldOps: Roster {
         if !bindable.ok || !durable.fits(registry.capacity()) {
             return Err(InitError::PoolMismatch);
         }
-        registry.0.set_roster_groups(TypeId::of::<Self::Groups>());
         registry.0.issue_owner()?;
         pools.visit(&mut Bind {
             registry: &mut registry.0,
@@ -519,10 +504,7 @@ pub trait WorldOps: Roster {
         registry.check_entity_change(entity, Self::Components::LEN as u64 + 1)?;
         // The release invariant: a world's registry releases a slot only here, after every
         // pool bound to it left the entity (spawns into reused slots rely on it).
-        if !all_bound(registry, &mut pools)
-            || !declared::<Self>(registry)
-            || durable.owner() != registry.owner()
-        {
+        if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
             return Err(WorldError::ForeignPool);
         }
         if durable.is_protected(entity) {
@@ -808,9 +790,6 @@ pub trait WorldOps: Roster {
     /// handles stay valid.
     fn sort_pools(&mut self) -> usize {
         let (registry, mut pools) = self.parts();
-        if !declared::<Self>(&registry.0) {
-            return 0;
-        }
         let mut sort = SortAll::<Self> {
             registry: &mut registry.0,
             renamed: [(0, 0); SORT_STAMPS],
@@ -829,9 +808,7 @@ pub trait WorldOps: Roster {
             ok: true,
             _alloc: PhantomData,
         };
-        for size in 1..=super::MAX_GROUP_MEMBERS {
-            Self::Groups::with_sized(None, size, &mut check);
-        }
+        super::group::by_size::<Self::Groups, _>(None, true, &mut check);
         check.ok
     }
 

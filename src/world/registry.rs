@@ -24,8 +24,6 @@
 //! every access is `Relaxed`: the registry is mutated by one owner thread and read by jobs the
 //! owner joins before the next structural change.
 
-use core::any::TypeId;
-
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 
@@ -133,10 +131,6 @@ pub struct EntityRegistry<A: Allocator + Clone = Global> {
     /// Last layout stamp handed to this registry's pools (see `ComponentPool`'s layout
     /// invariant); stamps 0 and 1 are reserved.
     layouts: u64,
-    /// The group list of the world type that bound this registry (`WorldOps::try_bind`); its
-    /// pools carry that type's group packing, which only a world type declaring the same
-    /// groups keeps.
-    roster_groups: Option<TypeId>,
 }
 
 impl EntityRegistry<Global> {
@@ -240,7 +234,6 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
             bound_pools: 0,
             mark_epoch: 0,
             layouts: 1,
-            roster_groups: None,
         })
     }
 
@@ -256,18 +249,6 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
     #[inline]
     pub fn bound_pools(&self) -> usize {
         self.bound_pools as usize
-    }
-
-    /// Whether a world type with the group list `groups` bound this registry (a world's
-    /// operations refuse parts bound by a type whose groups differ: `docs/world.md`).
-    #[inline(always)]
-    pub(crate) fn bound_by_groups(&self, groups: TypeId) -> bool {
-        self.roster_groups == Some(groups)
-    }
-
-    /// Records the group list of the world type binding this registry.
-    pub(crate) fn set_roster_groups(&mut self, groups: TypeId) {
-        self.roster_groups = Some(groups);
     }
 
     /// A layout stamp no pool of this registry holds yet; 0 (shares nothing) once exhausted.

@@ -69,7 +69,7 @@ pub trait Roster: Sized {
 
 /// What [`Roster::durable_parts`] returns.
 pub type DurableParts<'a, R> = (
-    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>>,
+    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>, <R as Roster>::Groups>,
     &'a mut ReadOnly<Durable<<R as Roster>::Alloc>>,
     PoolsMut<'a, R>,
 );
@@ -113,7 +113,7 @@ impl<H: EntityRefs, T: RefList> RefList for (H, T) {
 
 /// What [`Roster::parts`] returns: the registry and one `Some(&mut pool)` per component.
 pub type Parts<'a, R> = (
-    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>>,
+    &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>, <R as Roster>::Groups>,
     PoolsMut<'a, R>,
 );
 
@@ -357,9 +357,10 @@ pub trait GroupList: sealed::List + 'static {
     /// Calls `f` with each group's member ids (at most [`MAX_GROUP_MEMBERS`] of them) until it
     /// returns false; returns false when it did.
     fn each_group(f: &mut dyn FnMut(&[TypeId]) -> bool) -> bool;
-    /// Calls `v` with the members list of every group of `size` members containing `id`
-    /// (every group of `size` members when `id` is `None`).
-    fn with_sized<V: GroupVisitor>(id: Option<TypeId>, size: usize, v: &mut V);
+    /// Calls `v` with the members list of every group of `SIZE` members containing `id`
+    /// (every group of `SIZE` members when `id` is `None`); `SIZE` is a constant so that the
+    /// size test folds away.
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(id: Option<TypeId>, v: &mut V);
     /// Index of the first group containing `id`.
     fn index_of(id: TypeId) -> Option<usize>;
     /// The member count of the smallest group containing every one of `ids` (0: none).
@@ -381,7 +382,7 @@ impl GroupList for () {
         true
     }
     #[inline(always)]
-    fn with_sized<V: GroupVisitor>(_: Option<TypeId>, _: usize, _: &mut V) {}
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(_: Option<TypeId>, _: &mut V) {}
     #[inline(always)]
     fn index_of(_: TypeId) -> Option<usize> {
         None
@@ -400,11 +401,11 @@ impl<G: ComponentList, R: GroupList> GroupList for (G, R) {
         f(&ids[..n]) && R::each_group(f)
     }
     #[inline(always)]
-    fn with_sized<V: GroupVisitor>(id: Option<TypeId>, size: usize, v: &mut V) {
-        if G::LEN == size && id.is_none_or(G::contains) {
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(id: Option<TypeId>, v: &mut V) {
+        if G::LEN == SIZE && id.is_none_or(G::contains) {
             v.visit::<G>();
         }
-        R::with_sized(id, size, v);
+        R::with_sized::<SIZE, V>(id, v);
     }
     #[inline(always)]
     fn index_of(id: TypeId) -> Option<usize> {

@@ -228,7 +228,7 @@ pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
         let (registry, mut pools) = world.parts();
         let registry = &mut registry.0;
         let mut bundle_pools = B::take(&mut pools)?;
-        if !B::owned_by(&bundle_pools, registry.owner()) || !super::ops::declared::<W>(registry) {
+        if !B::owned_by(&bundle_pools, registry.owner()) {
             return Err(WorldError::ForeignPool);
         }
         let entity = registry.try_create_charged(B::LEN)?;
@@ -275,7 +275,7 @@ where
         let (registry, mut pools) = world.parts();
         let registry = &registry.0;
         let bundle_pools = B::take(&mut pools)?;
-        if !B::owned_by(&bundle_pools, registry.owner()) || !super::ops::declared::<W>(registry) {
+        if !B::owned_by(&bundle_pools, registry.owner()) {
             return Err(WorldError::ForeignPool);
         }
         registry.check_create_budget(n)?;
@@ -317,7 +317,7 @@ where
         // The same registry and pools as checked above, unless a hand-written roster hands out
         // others: then checked again (once per batch), so that nothing is created outside the
         // phase or the budgets.
-        if !B::owned_by(&bundle_pools, registry.owner()) || !super::ops::declared::<W>(registry) {
+        if !B::owned_by(&bundle_pools, registry.owner()) {
             return Err(WorldError::ForeignPool);
         }
         registry.check_create_budget(rest)?;
@@ -358,9 +358,7 @@ where
         // The pools just published to, when the roster hands out the same ones again (a
         // hand-written roster might not: then the stamps stay 0, which shares nothing).
         if let Ok(mut bundle_pools) = B::take(&mut pools) {
-            if B::owned_by(&bundle_pools, registry.owner())
-                && super::ops::declared::<W>(&registry.0)
-            {
+            if B::owned_by(&bundle_pools, registry.owner()) {
                 B::relayout(&mut bundle_pools, before, registry.0.fresh_layout());
             }
         }

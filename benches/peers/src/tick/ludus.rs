@@ -50,7 +50,9 @@ impl Tick {
     /// `movement`.
     pub fn movement(&mut self) {
         let (_, ps, vs) = self.world.moving();
-        ps.iter_mut().zip(vs.iter()).for_each(|(p, v)| movement(p, v));
+        ps.iter_mut()
+            .zip(vs.iter())
+            .for_each(|(p, v)| movement(p, v));
     }
     /// `swirl`.
     pub fn swirl(&mut self) {
