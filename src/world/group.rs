@@ -66,12 +66,18 @@ impl<'p, P, A> Repack<'p, P, A> {
     }
 }
 
-/// Packs or unpacks `entity` in every group containing `id` (every group for `None`), in the
-/// order nesting needs: packs into smaller groups first, unpacks from larger groups first
-/// (module docs).
+/// Packs or unpacks `entity` in every group containing one of `ids` (every group for `None`),
+/// in the order nesting needs: packs into smaller groups first, unpacks from larger groups
+/// first (module docs). A change of several types at once (a spawned bundle) passes them all:
+/// packing type by type would pack an outer group before a smaller one that does not hold the
+/// first type.
 #[inline(always)]
-pub(crate) fn repack<'a, G, A, P>(pools: &mut P, entity: EntityId, id: Option<TypeId>, pack: bool)
-where
+pub(crate) fn repack<'a, G, A, P>(
+    pools: &mut P,
+    entity: EntityId,
+    ids: Option<&[TypeId]>,
+    pack: bool,
+) where
     G: GroupList,
     A: Allocator + Clone + 'static,
     P: PoolsMutList<'a, A>,
@@ -80,39 +86,39 @@ where
         return;
     }
     if pack {
-        by_size::<G, _>(id, true, &mut Repack::<_, A>::pack(pools, entity));
+        by_size::<G, _>(ids, true, &mut Repack::<_, A>::pack(pools, entity));
     } else {
-        by_size::<G, _>(id, false, &mut Repack::<_, A>::unpack(pools, entity));
+        by_size::<G, _>(ids, false, &mut Repack::<_, A>::unpack(pools, entity));
     }
 }
 
-/// Calls `v` with every group containing `id` (every group for `None`) by size, smallest
-/// first when `ascending`; each size test is a constant.
+/// Calls `v` with every group containing one of `ids` (every group for `None`) by size,
+/// smallest first when `ascending`; each size test is a constant.
 #[inline(always)]
 pub(crate) fn by_size<G: GroupList, V: GroupVisitor>(
-    id: Option<TypeId>,
+    ids: Option<&[TypeId]>,
     ascending: bool,
     v: &mut V,
 ) {
     const _: () = assert!(MAX_GROUP_MEMBERS == 8, "one call per size below");
     if ascending {
-        G::with_sized::<1, V>(id, v);
-        G::with_sized::<2, V>(id, v);
-        G::with_sized::<3, V>(id, v);
-        G::with_sized::<4, V>(id, v);
-        G::with_sized::<5, V>(id, v);
-        G::with_sized::<6, V>(id, v);
-        G::with_sized::<7, V>(id, v);
-        G::with_sized::<8, V>(id, v);
+        G::with_sized::<1, V>(ids, v);
+        G::with_sized::<2, V>(ids, v);
+        G::with_sized::<3, V>(ids, v);
+        G::with_sized::<4, V>(ids, v);
+        G::with_sized::<5, V>(ids, v);
+        G::with_sized::<6, V>(ids, v);
+        G::with_sized::<7, V>(ids, v);
+        G::with_sized::<8, V>(ids, v);
     } else {
-        G::with_sized::<8, V>(id, v);
-        G::with_sized::<7, V>(id, v);
-        G::with_sized::<6, V>(id, v);
-        G::with_sized::<5, V>(id, v);
-        G::with_sized::<4, V>(id, v);
-        G::with_sized::<3, V>(id, v);
-        G::with_sized::<2, V>(id, v);
-        G::with_sized::<1, V>(id, v);
+        G::with_sized::<8, V>(ids, v);
+        G::with_sized::<7, V>(ids, v);
+        G::with_sized::<6, V>(ids, v);
+        G::with_sized::<5, V>(ids, v);
+        G::with_sized::<4, V>(ids, v);
+        G::with_sized::<3, V>(ids, v);
+        G::with_sized::<2, V>(ids, v);
+        G::with_sized::<1, V>(ids, v);
     }
 }
 

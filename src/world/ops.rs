@@ -15,7 +15,8 @@ use super::access::{GroupQuery, PoolQuery};
 use super::commands::BundleLayout;
 use super::group::{groups_valid, repack, Consistent};
 use super::roster::{
-    ComponentList, GroupList, PoolVisitor, PoolsMutList, PoolsRefList, RefList, Roster, Stores,
+    ComponentList, GroupList, GroupVisitor, PoolVisitor, PoolsMut, PoolsMutList, PoolsRefList,
+    RefList, Roster, Stores, TypeVisitor,
 };
 use super::spawn::{self, pack_groups_of, Bundle};
 use super::{
@@ -29,15 +30,58 @@ type Member<'a, W, T> = (
     &'a mut ComponentPool<T, <W as Roster>::Alloc>,
 );
 
-/// The registry and the pool of `T`, checked to belong together.
+/// The registry and the pool of `T`, checked to belong together; for a grouped `T`, every
+/// member pool of `T`'s groups too (a change of `T` repacks them all: a member pool swapped
+/// out, or hidden by a hand-written roster, would leave its group unpacked).
 #[inline(always)]
 fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
     let (registry, mut pools) = world.parts();
+    if grouped::<W, T>() && !groups_owned::<W, T>(&mut pools, registry.owner()) {
+        return Err(WorldError::ForeignPool);
+    }
     let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
     if pool.owner() != registry.owner() {
         return Err(WorldError::ForeignPool);
     }
     Ok((&mut registry.0, pool))
+}
+
+/// Whether every member pool of every group containing `T` is handed out and belongs to
+/// `owner`.
+#[inline(always)]
+fn groups_owned<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, owner: OwnerToken) -> bool {
+    /// Checks one group's member pools.
+    struct Members<'p, P, A> {
+        pools: &'p mut P,
+        owner: OwnerToken,
+        ok: bool,
+        _alloc: PhantomData<A>,
+    }
+    impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Members<'_, P, A> {
+        #[inline(always)]
+        fn visit<U: Pod>(&mut self) {
+            self.ok &= self
+                .pools
+                .get::<U>()
+                .is_some_and(|p| p.owner() == self.owner);
+        }
+    }
+    impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> GroupVisitor
+        for Members<'_, P, A>
+    {
+        #[inline(always)]
+        fn visit<G: ComponentList>(&mut self) {
+            G::each(self);
+        }
+    }
+    let mut members = Members::<_, W::Alloc> {
+        pools,
+        owner,
+        ok: true,
+        _alloc: PhantomData,
+    };
+    super::group::by_size::<W::Groups, _>(Some(&[TypeId::of::<T>()]), true, &mut members);
+    members.ok
 }
 
 /// Whether `T`'s pool is in an owned group (folds to a constant).
@@ -50,7 +94,7 @@ fn grouped<W: Roster, T: Pod>() -> bool {
 #[inline(always)]
 fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
     let mut pools = world.parts().1;
-    repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(TypeId::of::<T>()), false);
+    repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(&[TypeId::of::<T>()]), false);
 }
 
 /// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).

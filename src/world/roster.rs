@@ -357,10 +357,10 @@ pub trait GroupList: sealed::List + 'static {
     /// Calls `f` with each group's member ids (at most [`MAX_GROUP_MEMBERS`] of them) until it
     /// returns false; returns false when it did.
     fn each_group(f: &mut dyn FnMut(&[TypeId]) -> bool) -> bool;
-    /// Calls `v` with the members list of every group of `SIZE` members containing `id`
-    /// (every group of `SIZE` members when `id` is `None`); `SIZE` is a constant so that the
-    /// size test folds away.
-    fn with_sized<const SIZE: usize, V: GroupVisitor>(id: Option<TypeId>, v: &mut V);
+    /// Calls `v` with the members list of every group of `SIZE` members containing one of
+    /// `ids` (every group of `SIZE` members when `ids` is `None`); `SIZE` is a constant so
+    /// that the size test folds away.
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(ids: Option<&[TypeId]>, v: &mut V);
     /// Index of the first group containing `id`.
     fn index_of(id: TypeId) -> Option<usize>;
     /// The member count of the smallest group containing every one of `ids` (0: none).
@@ -382,7 +382,7 @@ impl GroupList for () {
         true
     }
     #[inline(always)]
-    fn with_sized<const SIZE: usize, V: GroupVisitor>(_: Option<TypeId>, _: &mut V) {}
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(_: Option<&[TypeId]>, _: &mut V) {}
     #[inline(always)]
     fn index_of(_: TypeId) -> Option<usize> {
         None
@@ -401,11 +401,11 @@ impl<G: ComponentList, R: GroupList> GroupList for (G, R) {
         f(&ids[..n]) && R::each_group(f)
     }
     #[inline(always)]
-    fn with_sized<const SIZE: usize, V: GroupVisitor>(id: Option<TypeId>, v: &mut V) {
-        if G::LEN == SIZE && id.is_none_or(G::contains) {
+    fn with_sized<const SIZE: usize, V: GroupVisitor>(ids: Option<&[TypeId]>, v: &mut V) {
+        if G::LEN == SIZE && ids.is_none_or(|ids| ids.iter().any(|&id| G::contains(id))) {
             v.visit::<G>();
         }
-        R::with_sized::<SIZE, V>(id, v);
+        R::with_sized::<SIZE, V>(ids, v);
     }
     #[inline(always)]
     fn index_of(id: TypeId) -> Option<usize> {

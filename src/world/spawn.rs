@@ -116,7 +116,7 @@ fn take_pool<'a, W: Roster, T: Pod>(
 /// Packs `entity` into every group containing `T`.
 #[inline(always)]
 pub(crate) fn pack_groups_of<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
-    repack::<W::Groups, W::Alloc, _>(pools, entity, Some(core::any::TypeId::of::<T>()), true);
+    repack::<W::Groups, W::Alloc, _>(pools, entity, Some(&[TypeId::of::<T>()]), true);
 }
 
 macro_rules! tuple_bundle {
@@ -200,7 +200,8 @@ macro_rules! tuple_bundle {
             }
             #[inline(always)]
             fn pack<'a>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
-                $( pack_groups_of::<W, $t>(pools, entity); )+
+                // Every group of the bundle's types at once, smallest first across the bundle.
+                repack::<W::Groups, W::Alloc, _>(pools, entity, Some(&[$(TypeId::of::<$t>()),+]), true);
             }
         }
 
