@@ -20,7 +20,7 @@ use super::{EntityRegistry, InitError};
 /// marker, the registry (and with it, through the owner token, every pool bound to it) cannot
 /// be moved into such a world at all:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0308
 /// # use ludus::prelude::*;
 /// # #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 /// # #[repr(C)]
@@ -35,9 +35,28 @@ use super::{EntityRegistry, InitError};
 /// std::mem::swap(&mut g.registry, &mut p.registry); // error: mismatched types
 /// ```
 ///
+/// The marker is invariant (`PhantomData<fn(M) -> M>`): with a covariant one, a group list
+/// over a higher-ranked type (`PhantomData<for<'a> fn(&'a u8)>` is a `Pod` component) coerced
+/// to another world's list over its subtype's supertype, and a registry moved by value:
+///
+/// ```compile_fail,E0308
+/// # #![allow(coherence_leak_check)]
+/// # use core::marker::PhantomData;
+/// # use ludus::prelude::*;
+/// # #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// # #[repr(C)]
+/// # pub struct B(u32);
+/// pub type Hr = PhantomData<for<'a> fn(&'a u8)>;
+/// pub type St = PhantomData<fn(&'static u8)>;
+/// ludus::world! { pub struct W1 { pub x: Hr, pub y: St, pub b: B } groups { g(x: Hr, b: B) } }
+/// ludus::world! { pub struct W2 { pub x: Hr, pub y: St, pub b: B } groups { g(y: St, b: B) } }
+/// let W1 { registry, durable, x, y, b } = W1::try_new(8).unwrap();
+/// let _w2 = W2 { registry, durable, x, y, b }; // error: mismatched types
+/// ```
+///
 /// World types that declare the same groups share the marker, and their parts move freely
 /// (each world's operations then check the owner tokens as always).
-pub struct ReadOnly<T, M = ()>(pub(crate) T, PhantomData<fn() -> M>);
+pub struct ReadOnly<T, M = ()>(pub(crate) T, PhantomData<fn(M) -> M>);
 
 impl<T, M> ReadOnly<T, M> {
     /// Wraps `value` (crate only: the public constructors make new values).
