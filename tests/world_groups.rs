@@ -11,9 +11,10 @@
 
 #![allow(missing_docs, missing_debug_implementations)] // test rosters
 
-use bytemuck::{Pod, Zeroable};
+use bytemuck::{cast_slice, Pod, Zeroable};
 use ludus::world::{
-    join, CommandBuffer, Durable, DurableParts, PartsRef, Roster, Stores, WorldError, WorldOps,
+    join, CommandBuffer, Durable, DurableParts, Owners, PartsRef, Roster, Stores, WorldError,
+    WorldOps,
 };
 use ludus::EntityId;
 use std::collections::HashMap;
@@ -256,59 +257,39 @@ ludus::world! {
 
 type Model = HashMap<EntityId, (u32, [bool; 4])>;
 
+/// One group query against the model: it holds exactly the entities with every component in
+/// `need` (indices into the model's flags), and each row of each column is its entity's tag.
+fn group_matches(m: &Model, ids: Owners<'_>, need: &[usize], columns: &[&[u32]]) -> bool {
+    let holders = m.values().filter(|(_, f)| need.iter().all(|&i| f[i]));
+    ids.len() == holders.count()
+        && columns.iter().all(|c| c.len() == ids.len())
+        && ids
+            .iter()
+            .enumerate()
+            .all(|(k, e)| columns.iter().all(|c| c[k] == m[&e].0))
+}
+
 fn check(w: &mut W, m: &Model, log: &[String]) {
     let fail = |msg: String| -> ! { panic!("{msg}\n{}", log.join("\n")) };
     if !w.check_groups() {
         fail("check_groups".into());
     }
-    let has = |f: [bool; 4], need: &[usize]| need.iter().all(|&i| f[i]);
-    let count = |need: &[usize]| m.values().filter(|(_, f)| has(*f, need)).count();
-    {
-        let (ids, a) = w.one();
-        if ids.len() != count(&[0]) || a.len() != ids.len() {
-            fail("one len".into());
-        }
-        for (k, e) in ids.iter().enumerate() {
-            if m[&e].0 != a[k].0 {
-                fail(format!("one row {k}"));
-            }
-        }
+    let (ids, a) = w.one();
+    if !group_matches(m, ids, &[0], &[cast_slice(a)]) {
+        fail("one".into());
     }
-    {
-        let (ids, a, b) = w.ab();
-        if ids.len() != count(&[0, 1]) {
-            fail("ab len".into());
-        }
-        for (k, e) in ids.iter().enumerate() {
-            let t = m[&e].0;
-            if a[k].0 != t || b[k].0 != t {
-                fail(format!("ab row {k}"));
-            }
-        }
+    let (ids, a, b) = w.ab();
+    if !group_matches(m, ids, &[0, 1], &[cast_slice(a), cast_slice(b)]) {
+        fail("ab".into());
     }
-    {
-        let (ids, c, d) = w.cd();
-        if ids.len() != count(&[2, 3]) {
-            fail("cd len".into());
-        }
-        for (k, e) in ids.iter().enumerate() {
-            let t = m[&e].0;
-            if c[k].0 != t || d[k].0 != t {
-                fail(format!("cd row {k}"));
-            }
-        }
+    let (ids, c, d) = w.cd();
+    if !group_matches(m, ids, &[2, 3], &[cast_slice(c), cast_slice(d)]) {
+        fail("cd".into());
     }
-    {
-        let (ids, a, b, c, d) = w.abcd();
-        if ids.len() != count(&[0, 1, 2, 3]) {
-            fail("abcd len".into());
-        }
-        for (k, e) in ids.iter().enumerate() {
-            let t = m[&e].0;
-            if a[k].0 != t || b[k].0 != t || c[k].0 != t || d[k].0 != t {
-                fail(format!("abcd row {k}"));
-            }
-        }
+    let (ids, a, b, c, d) = w.abcd();
+    let columns = [cast_slice(a), cast_slice(b), cast_slice(c), cast_slice(d)];
+    if !group_matches(m, ids, &[0, 1, 2, 3], &columns) {
+        fail("abcd".into());
     }
     let mut n = 0;
     for (e, (a, x)) in join((&w.a, &w.x)) {

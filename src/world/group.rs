@@ -85,11 +85,12 @@ pub(crate) fn repack<'a, G, A, P>(
     if G::LEN == 0 {
         return;
     }
-    if pack {
-        by_size::<G, _>(ids, true, &mut Repack::<_, A>::pack(pools, entity));
+    let mut visitor = if pack {
+        Repack::<_, A>::pack(pools, entity)
     } else {
-        by_size::<G, _>(ids, false, &mut Repack::<_, A>::unpack(pools, entity));
-    }
+        Repack::<_, A>::unpack(pools, entity)
+    };
+    by_size::<G, _>(ids, pack, &mut visitor);
 }
 
 /// Calls `v` with every group containing one of `ids` (every group for `None`) by size,

@@ -35,8 +35,18 @@ type Member<'a, W, T> = (
 /// out, or hidden by a hand-written roster, would leave its group unpacked).
 #[inline(always)]
 fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
+    member_with::<W, T>(world, true)
+}
+
+/// [`member`], checking the member pools of `T`'s groups only when `groups` (a caller that
+/// checked them for the same operation, or for a whole batch, passes `false`).
+#[inline(always)]
+fn member_with<W: Roster, T: Pod>(
+    world: &mut W,
+    groups: bool,
+) -> Result<Member<'_, W, T>, WorldError> {
     let (registry, mut pools) = world.parts();
-    if grouped::<W, T>() && !groups_owned::<W, T>(&mut pools, registry.owner()) {
+    if groups && grouped::<W, T>() && !groups_owned::<W, T>(&mut pools, registry.owner()) {
         return Err(WorldError::ForeignPool);
     }
     let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
@@ -116,7 +126,8 @@ fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
     value: T,
 ) -> Result<Option<T>, WorldError> {
     let (previous, joined) = {
-        let (registry, pool) = member::<W, T>(world)?;
+        // A batch (`!CHECK`) checked its groups' member pools with the column's pool.
+        let (registry, pool) = member_with::<W, T>(world, CHECK)?;
         if CHECK {
             registry.check_member_change(entity)?;
         }
@@ -212,7 +223,8 @@ fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
     if grouped::<W, T>() {
         unpack_groups_of::<W, T>(world, entity);
     }
-    let (registry, pool) = member::<W, T>(world)?;
+    // The groups' member pools were checked above (`CHECK`) or with the batch's pool.
+    let (registry, pool) = member_with::<W, T>(world, false)?;
     let value = pool.remove_validated(entity);
     registry.advance_revision(u64::from(value.is_some()));
     Ok(value)
