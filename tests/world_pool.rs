@@ -197,3 +197,53 @@ fn owners_view_names_every_dense_entry() {
         format!("{:?}", [es[2], es[1], es[0]])
     );
 }
+
+mod update_select {
+    use super::*;
+    use ludus::world::SELECT_BLOCK;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 4 } else { 256 },
+            ..ProptestConfig::default()
+        })]
+
+        /// Against the obvious loop over `iter_mut`: the same values afterwards and the same
+        /// owners selected, in dense order, over pools of several blocks and a partial one,
+        /// scrambled by removals.
+        #[test]
+        fn equals_the_plain_loop(
+            n in 0usize..(3 * SELECT_BLOCK + 9),
+            removed in proptest::collection::vec(any::<usize>(), 0..40),
+            modulus in 1u32..40,
+        ) {
+            let mut reg = EntityRegistry::try_with_capacity(n.max(1)).unwrap();
+            let mut pool = ComponentPool::<u32>::try_new(&mut reg).unwrap();
+            let es: Vec<EntityId> = (0..n).map(|_| reg.try_create().unwrap()).collect();
+            for (i, &e) in es.iter().enumerate() {
+                pool.insert(&mut reg, e, (i as u32).wrapping_mul(2_654_435_761)).unwrap();
+            }
+            for &r in &removed {
+                if let Some(&e) = es.get(r % n.max(1)) {
+                    pool.remove(&mut reg, e).unwrap();
+                }
+            }
+            let step = |v: &mut u32| {
+                *v = v.wrapping_mul(3).wrapping_add(1);
+                *v % modulus == 0
+            };
+            let mut want_values: Vec<u32> = pool.values().to_vec();
+            let want: Vec<EntityId> = pool
+                .owners()
+                .iter()
+                .zip(want_values.iter_mut())
+                .filter_map(|(e, v)| step(v).then_some(e))
+                .collect();
+            let mut got = Vec::new();
+            pool.update_select(step, |e| got.push(e));
+            prop_assert_eq!(pool.values(), &want_values[..]);
+            prop_assert_eq!(got, want);
+        }
+    }
+}

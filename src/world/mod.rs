@@ -131,7 +131,7 @@ pub use persistent::{
     Transaction, TransactionQueue, TxCommand, TxError, TxRejection, TxReport, IDENTITY_COMPONENT,
     MAX_COMMAND_COMPONENTS,
 };
-pub use pool::ComponentPool;
+pub use pool::{ComponentPool, SELECT_BLOCK};
 pub use query::{
     opt, without, Column, ColumnMut, ColumnRef, IntoColumn, Opt, OptMut, OptRef, Without,
 };

@@ -335,6 +335,36 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         owners.into_iter().zip(values.iter_mut())
     }
 
+    /// Runs `update` on every value in dense order and hands `selected` the owner of each
+    /// value for which it returned `true`, in dense order: a timer or lifetime pass that
+    /// collects what expired.
+    ///
+    /// Values are visited in blocks of [`SELECT_BLOCK`]: `update` runs over a whole block, its
+    /// results are gathered into a bit mask without branches, and only then are the block's
+    /// selected owners read. A short `update` therefore compiles to a vector loop, and the
+    /// owners are loaded only where something was selected.
+    pub fn update_select(
+        &mut self,
+        mut update: impl FnMut(&mut T) -> bool,
+        mut selected: impl FnMut(EntityId),
+    ) {
+        let (owners, values) = self.split_mut();
+        for (block, chunk) in values.chunks_mut(SELECT_BLOCK).enumerate() {
+            let mut flags = [0u8; SELECT_BLOCK];
+            for (flag, value) in flags.iter_mut().zip(chunk.iter_mut()) {
+                *flag = u8::from(update(value));
+            }
+            let mut mask = gather_flags(&flags);
+            while mask != 0 {
+                let i = block * SELECT_BLOCK + mask.trailing_zeros() as usize;
+                if let Some(e) = owners.get(i) {
+                    selected(e);
+                }
+                mask &= mask - 1;
+            }
+        }
+    }
+
     /// Parallel disjoint chunks of the dense values (feature `rayon`).
     #[cfg(feature = "rayon")]
     pub fn par_chunks_mut(&mut self, chunk: usize) -> rayon::slice::ChunksMut<'_, T>
@@ -740,6 +770,21 @@ impl<T: Pod> BatchCursor<T> {
     }
 }
 
+/// Values per block of [`ComponentPool::update_select`]: one bit each in a `u64` mask.
+pub const SELECT_BLOCK: usize = 64;
+
+/// Bit `i` of the result is `flags[i]`, each flag 0 or 1: eight flags per multiply (the
+/// constant's bytes place flag `j` of a word at bit `56 + j`, and no two products overlap).
+#[inline(always)]
+fn gather_flags(flags: &[u8; SELECT_BLOCK]) -> u64 {
+    let mut mask = 0u64;
+    for (k, word) in flags.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        mask |= (word.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    mask
+}
+
 /// Panics for a publish larger than its reservation.
 #[cold]
 #[inline(never)]
@@ -762,6 +807,31 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gather_flags_sets_bit_i_for_flag_i() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..200 {
+            let mut flags = [0u8; SELECT_BLOCK];
+            for f in flags.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Dense, sparse, all-ones and all-zero blocks.
+                *f = u8::from(match round % 4 {
+                    0 => x % 2 == 0,
+                    1 => x % 29 == 0,
+                    2 => true,
+                    _ => false,
+                });
+            }
+            let naive = flags
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (i, &f)| m | u64::from(f) << i);
+            assert_eq!(gather_flags(&flags), naive, "round {round}");
+        }
+    }
 
     /// Debug builds check `publish`'s precondition that the slots have no entry.
     #[test]
