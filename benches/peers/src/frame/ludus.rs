@@ -1,5 +1,7 @@
-//! ludus: an owned group `moving(position, velocity)` for `movement`, plain joins for `spin` and
-//! `decay`, a `CommandBuffer` for the structural step (destroys recorded against the read-only
+//! ludus: nested owned groups, `moving(position, velocity)` for `movement` and inside it
+//! `spinning(position, velocity, rotation)` for `spin` (every entity has a position, so
+//! `spin`'s entities are exactly the group's), a plain join for `decay` (its pools cross
+//! `moving`'s), a `CommandBuffer` for the structural step (destroys recorded against the read-only
 //! registry during the systems phase, bundles spawned by one command each, one commit).
 
 #![allow(missing_docs)] // the `world!` expansion
@@ -19,7 +21,10 @@ use crate::{Digest, Workload};
         pub rotation: Rotation,
         pub data: Data,
     }
-    groups { moving(position: Position, velocity: Velocity) }
+    groups {
+        moving(position: Position, velocity: Velocity),
+        spinning(position: Position, velocity: Velocity, rotation: Rotation),
+    }
 }
 
 /// The frame on a ludus world.
@@ -82,10 +87,11 @@ impl Frame {
             .zip(vs.iter())
             .for_each(|(p, v)| movement(p, v));
     }
-    /// `spin`: a plain join.
+    /// `spin` over the nested group: every entity has a position, so the entities with a
+    /// rotation and a velocity are exactly `spinning`'s.
     pub fn spin(&mut self) {
-        let w = &mut self.world;
-        join((&mut w.rotation, &w.velocity)).for_each(|(_, (r, v))| spin(r, v));
+        let (_, _, vs, rs) = self.world.spinning();
+        rs.iter_mut().zip(vs.iter()).for_each(|(r, v)| spin(r, v));
     }
     /// `decay`: a plain join.
     pub fn decay(&mut self) {

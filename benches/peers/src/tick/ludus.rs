@@ -66,12 +66,7 @@ impl Tick {
         let w = &mut self.world;
         let expired = &mut self.expired;
         expired.clear();
-        let (owners, lives) = w.life.split_mut();
-        for (e, d) in owners.iter().zip(lives.iter_mut()) {
-            if age(d) {
-                expired.push((e, 0));
-            }
-        }
+        w.life.update_select(age, |e| expired.push((e, 0)));
         for (e, i) in expired.iter_mut() {
             *i = replacement(w.position.get(*e).expect("alive"));
         }
