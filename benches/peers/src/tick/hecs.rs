@@ -1,5 +1,6 @@
-//! hecs 0.11: `query_mut` per system, a `hecs::CommandBuffer` for expiry and replacement,
-//! `World::get` for the tracked handles.
+//! hecs 0.11: `query_mut` per system, a `hecs::CommandBuffer` for expiry and replacement (the
+//! despawns recorded first, as the ludus port does; the order made no measurable difference
+//! to hecs), `World::get` for the tracked handles.
 
 use ::hecs::{CommandBuffer, Entity, EntityBuilder, World};
 
@@ -61,8 +62,11 @@ impl Tick {
             let p = self.world.get::<&Position>(e).expect("alive");
             expired.push((e, replacement(&p)));
         }
-        for &(e, i) in expired.iter() {
+        // Despawns first, as the ludus port records its destroys.
+        for &(e, _) in expired.iter() {
             self.cmd.despawn(e);
+        }
+        for &(e, i) in expired.iter() {
             fill(&mut self.builder, i);
             let new = self.world.reserve_entity();
             self.cmd.insert(new, self.builder.build());

@@ -1,8 +1,8 @@
 //! ludus: nested owned groups, `moving(position, velocity)` and inside it `swirling(position,
 //! velocity, rotation)`, so `movement` and `swirl` are both zips of the groups' slices; the
-//! lifetime pool's values with their owners for `age`, a `CommandBuffer` for expiry and
-//! replacement (one `spawn` command per bundle, the commit reusing the slots its destroys free
-//! and packing the groups), `pool.get` for the tracked handles. No join, so no `sort_pools`.
+//! lifetime pool's `update_select` for `age`, a `CommandBuffer` for expiry and replacement (the
+//! destroys recorded first, so the commit applies them in runs, pool by pool; then one `spawn`
+//! command per bundle, the commit reusing the slots its destroys free and packing the groups), `pool.get` for the tracked handles. No join, so no `sort_pools`.
 
 #![allow(missing_docs)] // the `world!` expansion
 
@@ -71,8 +71,11 @@ impl Tick {
             *i = replacement(w.position.get(*e).expect("alive"));
         }
         self.spawned.clear();
-        for &(e, i) in expired.iter() {
+        // Destroys first: the commit applies a run of consecutive destroys pool by pool.
+        for &(e, _) in expired.iter() {
             self.cmd.destroy(&w.registry, e).unwrap();
+        }
+        for &(e, i) in expired.iter() {
             self.spawned.push((e.slot(), record(&mut self.cmd, w, i)));
         }
         w.begin_structural();
