@@ -115,6 +115,15 @@ pub trait CommandBundle: sealed::Sealed {
     fn duplicate() -> Option<&'static str>;
     /// Hands each component's type and bytes to `push`, in order.
     fn record<F: FnMut(TypeId, &[u8])>(self, push: F);
+    /// Hands each component to `sink`, in order, typed (so each copy has a constant size).
+    fn record_into<S: BundleSink>(self, sink: &mut S);
+}
+
+/// Receives a [`CommandBundle`]'s components one typed value at a time (sealed: the crate's
+/// command recorders).
+pub trait BundleSink: sealed::Sealed {
+    /// Takes one component value.
+    fn push<C: Pod>(&mut self, value: &C);
 }
 
 macro_rules! tuple_command_bundle {
@@ -129,6 +138,10 @@ macro_rules! tuple_command_bundle {
             #[inline(always)]
             fn record<F: FnMut(TypeId, &[u8])>(self, mut push: F) {
                 $( push(TypeId::of::<$t>(), bytemuck::bytes_of(&self.$i)); )+
+            }
+            #[inline(always)]
+            fn record_into<S: BundleSink>(self, sink: &mut S) {
+                $( sink.push(&self.$i); )+
             }
         }
     };
@@ -302,6 +315,31 @@ fn push_bytes<A: Allocator>(store: &mut Vec<u8, A>, bytes: &[u8]) {
     unsafe {
         core::ptr::copy_nonoverlapping(bytes.as_ptr(), store.as_mut_ptr().add(len), bytes.len());
         store.set_len(len + bytes.len());
+    }
+}
+
+/// Records a spawned bundle's components as fresh inserts on `subject` (room for the whole
+/// bundle was checked before).
+struct FreshInserts<'b, A: Allocator> {
+    commands: &'b mut Vec<Command, A>,
+    bytes: &'b mut Vec<u8, A>,
+    subject: Subject,
+}
+
+impl<A: Allocator> sealed::Sealed for FreshInserts<'_, A> {}
+
+impl<A: Allocator> BundleSink for FreshInserts<'_, A> {
+    #[inline(always)]
+    fn push<C: Pod>(&mut self, value: &C) {
+        let offset = self.bytes.len() as u32;
+        push_bytes(self.bytes, bytemuck::bytes_of(value));
+        self.commands.push(Command::Insert {
+            subject: self.subject,
+            component: TypeId::of::<C>(),
+            offset,
+            size: core::mem::size_of::<C>() as u32,
+            fresh: true,
+        });
     }
 }
 
@@ -526,17 +564,10 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         }
         self.room(T::BYTES)?;
         let p = self.create_bundle(T::LEN as u32)?;
-        let (commands, store) = (&mut self.commands, &mut self.bytes);
-        bundle.record(|component, bytes| {
-            let offset = store.len() as u32;
-            push_bytes(store, bytes);
-            commands.push(Command::Insert {
-                subject: Subject::Created(p.index),
-                component,
-                offset,
-                size: bytes.len() as u32,
-                fresh: true,
-            });
+        bundle.record_into(&mut FreshInserts {
+            commands: &mut self.commands,
+            bytes: &mut self.bytes,
+            subject: Subject::Created(p.index),
         });
         self.registry = registry.owner();
         Ok(p)

@@ -115,7 +115,7 @@ pub use checkpoint::{
     digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
     ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
 };
-pub use commands::{CommandBuffer, CommandBundle, Provisional, Target};
+pub use commands::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target};
 pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
 pub use durable_ops::{DurableError, DurableOps};
 pub use error::{CommandError, InitError, Rejection, WorldError};
