@@ -99,6 +99,21 @@ fn prepared_spawns_mint_once_copy_their_values_and_serialise() {
         PreparedSpawn::prepare::<Sim, _, _>((Hp(1),), &mut failing),
         Err(PrepareError::Entropy(_))
     ));
+    // A type outside the roster is refused, and nothing is minted: the same entropy
+    // then mints what a fresh source would.
+    let mut entropy = SeqEntropy::new(3);
+    assert!(matches!(
+        PreparedSpawn::prepare::<Sim, _, _>((Hp(1), 7u16), &mut entropy),
+        Err(PrepareError::UnknownComponent(_))
+    ));
+    assert_eq!(
+        PreparedSpawn::prepare::<Sim, _, _>((Hp(1),), &mut entropy)
+            .unwrap()
+            .id,
+        PreparedSpawn::prepare::<Sim, _, _>((Hp(1),), &mut SeqEntropy::new(3))
+            .unwrap()
+            .id
+    );
     // An explicit identity override is refused.
     let forged = vec![ComponentValue {
         component: IDENTITY_COMPONENT.into(),

@@ -100,7 +100,8 @@ impl Command {
     }
 }
 
-mod sealed {
+/// Seals [`CommandBundle`] and [`BundleSink`]: implemented inside the crate only.
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
@@ -113,8 +114,6 @@ pub trait CommandBundle: sealed::Sealed {
     const BYTES: usize;
     /// The first type named twice.
     fn duplicate() -> Option<&'static str>;
-    /// Hands each component's type and bytes to `push`, in order.
-    fn record<F: FnMut(TypeId, &[u8])>(self, push: F);
     /// Hands each component to `sink`, in order, typed (so each copy has a constant size).
     fn record_into<S: BundleSink>(self, sink: &mut S);
 }
@@ -134,10 +133,6 @@ macro_rules! tuple_command_bundle {
             const BYTES: usize = 0 $(+ core::mem::size_of::<$t>())+;
             fn duplicate() -> Option<&'static str> {
                 first_duplicate(&[$(TypeId::of::<$t>()),+], &[$(core::any::type_name::<$t>()),+])
-            }
-            #[inline(always)]
-            fn record<F: FnMut(TypeId, &[u8])>(self, mut push: F) {
-                $( push(TypeId::of::<$t>(), bytemuck::bytes_of(&self.$i)); )+
             }
             #[inline(always)]
             fn record_into<S: BundleSink>(self, sink: &mut S) {

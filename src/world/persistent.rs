@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 
-use super::commands::{insert_bytes, remove_type, CommandBundle};
+use super::commands::{insert_bytes, remove_type, sealed, BundleSink, CommandBundle};
 use super::durable_ops::{enabled, enabled_mut, DurableError};
 use super::roster::{ComponentList, Roster, TypeVisitor};
 use super::{Activation, BindingKind, DurableOps, EntityId, WorldError, WorldOps};
@@ -135,6 +135,29 @@ pub(crate) fn schema<W: Roster>() -> Vec<(&'static str, TypeId, usize)> {
         .collect()
 }
 
+/// Names a bundle's components by the roster's names and copies their bytes; a type outside
+/// the roster sets `unknown`.
+struct Named {
+    schema: Vec<(&'static str, TypeId, usize)>,
+    components: Vec<ComponentValue>,
+    unknown: bool,
+}
+
+impl sealed::Sealed for Named {}
+
+impl BundleSink for Named {
+    fn push<C: Pod>(&mut self, value: &C) {
+        let id = TypeId::of::<C>();
+        match self.schema.iter().find(|(_, t, _)| *t == id) {
+            Some((name, ..)) => self.components.push(ComponentValue {
+                component: (*name).to_owned(),
+                bytes: HexBytes(bytemuck::bytes_of(value).to_vec()),
+            }),
+            None => self.unknown = true,
+        }
+    }
+}
+
 /// Checks a component list against `W`'s roster: known names, sizes, no repeat, no identity.
 fn check_components(
     schema: &[(&'static str, TypeId, usize)],
@@ -181,19 +204,18 @@ impl PreparedSpawn {
         if let Some(t) = B::duplicate() {
             return Err(PrepareError::Components(t.to_owned()));
         }
-        let schema = schema::<W>();
-        let mut components = Vec::with_capacity(B::LEN);
-        let mut unknown = None;
-        bundle.record(|id: core::any::TypeId, bytes: &[u8]| {
-            match schema.iter().find(|(_, t, _)| *t == id) {
-                Some((name, ..)) => components.push(ComponentValue {
-                    component: (*name).to_owned(),
-                    bytes: HexBytes(bytes.to_vec()),
-                }),
-                None => unknown = Some(()),
-            }
-        });
-        if unknown.is_some() {
+        let mut named = Named {
+            schema: schema::<W>(),
+            components: Vec::with_capacity(B::LEN),
+            unknown: false,
+        };
+        bundle.record_into(&mut named);
+        let Named {
+            components,
+            unknown,
+            ..
+        } = named;
+        if unknown {
             return Err(PrepareError::UnknownComponent(
                 "(a type outside the roster)".into(),
             ));
