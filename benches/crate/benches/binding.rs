@@ -20,12 +20,16 @@
 //!   table is allocated at world init, in the setup).
 //!
 //! `cargo bench -p ludus-benches --bench binding -- --warm-up-time 1 --measurement-time 3`.
+//! `LUDUS_INTERLEAVE=<rounds> cargo bench -p ludus-benches --bench binding` times only the
+//! activation, the two contenders alternated round by round (the shared-machine protocol of
+//! `docs/benchmarking.md`), and prints the median of the per-round ratios.
 
 use std::collections::HashMap as StdHashMap;
 use std::hint::black_box;
 use std::sync::OnceLock;
+use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
 use ludus::identity::{InstanceId, PersistentObjectKey};
 use ludus::prelude::*;
 use uuid::Uuid;
@@ -267,4 +271,109 @@ fn activate_100k(c: &mut Criterion) {
 }
 
 criterion_group!(benches, resolve_read, activate_100k);
-criterion_main!(benches);
+
+/// `LUDUS_INTERLEAVE=<rounds>`: activation only, the contenders alternated within each round
+/// (which goes first alternates too), each timed once per round, so a phase of the shared
+/// host lands on both alike; prints the medians and the median of the per-round ratios.
+fn interleaved_activation(rounds: usize) {
+    let mut rng = Rng(0x6163_7469_7661_7465);
+    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+    let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
+    let pairs: Vec<(Uuid, EntityId)> = objects.iter().copied().zip(ids).collect();
+    let keys: Vec<PersistentObjectKey> = objects.iter().map(|&o| key(instance, o)).collect();
+    let ludus = || {
+        let mut w = Level::try_new_durable(ACTIVATE, DurableConfig::default()).unwrap();
+        w.begin_structural();
+        let mut ids = vec![EntityId::NULL; ACTIVATE];
+        w.spawn_batch_into((0..ACTIVATE as u32).map(|i| (Hp(i),)), &mut ids)
+            .unwrap();
+        let batch: Vec<Activation> = ids
+            .iter()
+            .zip(&keys)
+            .map(|(&e, &k)| Activation::new(e, k))
+            .collect();
+        let t = Instant::now();
+        w.activate(black_box(&batch)).unwrap();
+        let d = t.elapsed();
+        drop(black_box(w));
+        d
+    };
+    let fold = || {
+        let t = Instant::now();
+        let mut m =
+            FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
+        for &(k, e) in black_box(&pairs) {
+            m.insert(k, e);
+        }
+        let d = t.elapsed();
+        drop(black_box(m));
+        d
+    };
+    // The inserts alone, into storage allocated and touched before the clock starts.
+    let mut template =
+        FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
+    template.extend(pairs.iter().copied());
+    let prealloc = || {
+        let mut m = template.clone();
+        m.clear();
+        let t = Instant::now();
+        for &(k, e) in black_box(&pairs) {
+            m.insert(k, e);
+        }
+        let d = t.elapsed();
+        drop(black_box(m));
+        d
+    };
+    let (mut ours, mut theirs, mut pre) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            ours.push(ludus());
+            theirs.push(fold());
+            pre.push(prealloc());
+        } else {
+            pre.push(prealloc());
+            theirs.push(fold());
+            ours.push(ludus());
+        }
+    }
+    let ratio = |b: &[std::time::Duration]| {
+        let mut r: Vec<f64> = ours
+            .iter()
+            .zip(b)
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+            .collect();
+        r.sort_by(f64::total_cmp);
+        (r[rounds / 2], r[0], r[rounds - 1])
+    };
+    let (vs_fold, vs_pre) = (ratio(&theirs), ratio(&pre));
+    ours.sort();
+    theirs.sort();
+    pre.sort();
+    println!(
+        "activate_100k ({rounds} rounds, medians): ludus {:?}, hashbrown_foldhash {:?} \
+         (ludus ÷ it {:.2}, rounds {:.2}..{:.2}), hashbrown_foldhash_preallocated {:?} \
+         (ludus ÷ it {:.2}, rounds {:.2}..{:.2})",
+        ours[rounds / 2],
+        theirs[rounds / 2],
+        vs_fold.0,
+        vs_fold.1,
+        vs_fold.2,
+        pre[rounds / 2],
+        vs_pre.0,
+        vs_pre.1,
+        vs_pre.2
+    );
+}
+
+fn main() {
+    if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .filter(|&r| r > 0)
+    {
+        interleaved_activation(rounds);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
