@@ -199,31 +199,61 @@ fn resolve_read(c: &mut Criterion) {
     group.finish();
 }
 
-fn activate_100k(c: &mut Criterion) {
-    let mut group = c.benchmark_group("activate_100k");
-    group.throughput(Throughput::Elements(ACTIVATE as u64));
-    let mut rng = Rng(0x6163_7469_7661_7465);
-    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
-    let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
-    let pairs: Vec<(Uuid, EntityId)> = objects.iter().copied().zip(ids).collect();
-    let keys: Vec<PersistentObjectKey> = objects.iter().map(|&o| key(instance, o)).collect();
-    // Setup: a fresh world with its entities and the batch (handles carry the world's owner).
-    let fresh = || {
+/// The inputs of `activate_100k`: the peers' pairs and ludus's keys of the same objects.
+struct ActivationInputs {
+    pairs: Vec<(Uuid, EntityId)>,
+    keys: Vec<PersistentObjectKey>,
+}
+
+impl ActivationInputs {
+    fn new() -> Self {
+        let mut rng = Rng(0x6163_7469_7661_7465);
+        let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+        let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
+        ActivationInputs {
+            pairs: objects.iter().copied().zip(ids).collect(),
+            keys: objects.iter().map(|&o| key(instance, o)).collect(),
+        }
+    }
+
+    /// A fresh world with its entities and the batch (handles carry the world's owner).
+    fn fresh(&self) -> (Level, Vec<Activation>) {
         let mut w = Level::try_new_durable(ACTIVATE, DurableConfig::default()).unwrap();
         w.begin_structural();
         let mut ids = vec![EntityId::NULL; ACTIVATE];
         w.spawn_batch_into((0..ACTIVATE as u32).map(|i| (Hp(i),)), &mut ids)
             .unwrap();
-        let batch: Vec<Activation> = ids
+        let batch = ids
             .iter()
-            .zip(&keys)
+            .zip(&self.keys)
             .map(|(&e, &k)| Activation::new(e, k))
             .collect();
         (w, batch)
-    };
+    }
+
+    /// The peer's inserts into `m`.
+    fn insert_all(&self, m: &mut FoldMap) {
+        for &(k, e) in black_box(&self.pairs) {
+            m.insert(k, e);
+        }
+    }
+
+    /// The peer's whole build: allocation and inserts.
+    fn build(&self) -> FoldMap {
+        let mut m =
+            FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
+        self.insert_all(&mut m);
+        m
+    }
+}
+
+fn activate_100k(c: &mut Criterion) {
+    let mut group = c.benchmark_group("activate_100k");
+    group.throughput(Throughput::Elements(ACTIVATE as u64));
+    let inputs = ActivationInputs::new();
     group.bench_function("ludus", |b| {
         b.iter_batched(
-            fresh,
+            || inputs.fresh(),
             |(mut w, batch)| {
                 w.activate(black_box(&batch)).unwrap();
                 (w, batch)
@@ -233,24 +263,10 @@ fn activate_100k(c: &mut Criterion) {
     });
     group.bench_function("hashbrown_foldhash", |b| {
         // Allocation and inserts timed; the drop is not (as the ludus world's).
-        b.iter_batched(
-            || (),
-            |()| {
-                let mut m = FoldMap::with_capacity_and_hasher(
-                    ACTIVATE,
-                    foldhash::fast::RandomState::default(),
-                );
-                for &(k, e) in black_box(&pairs) {
-                    m.insert(k, e);
-                }
-                m
-            },
-            BatchSize::PerIteration,
-        )
+        b.iter_batched(|| (), |()| inputs.build(), BatchSize::PerIteration)
     });
-    let mut template =
-        FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
-    template.extend(pairs.iter().copied());
+    // Storage allocated and touched in the setup: a clone of a built map, emptied.
+    let template = inputs.build();
     group.bench_function("hashbrown_foldhash_preallocated", |b| {
         b.iter_batched(
             || {
@@ -259,9 +275,7 @@ fn activate_100k(c: &mut Criterion) {
                 m
             },
             |mut m| {
-                for &(k, e) in black_box(&pairs) {
-                    m.insert(k, e);
-                }
+                inputs.insert_all(&mut m);
                 m
             },
             BatchSize::PerIteration,
@@ -276,22 +290,9 @@ criterion_group!(benches, resolve_read, activate_100k);
 /// (which goes first alternates too), each timed once per round, so a phase of the shared
 /// host lands on both alike; prints the medians and the median of the per-round ratios.
 fn interleaved_activation(rounds: usize) {
-    let mut rng = Rng(0x6163_7469_7661_7465);
-    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
-    let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
-    let pairs: Vec<(Uuid, EntityId)> = objects.iter().copied().zip(ids).collect();
-    let keys: Vec<PersistentObjectKey> = objects.iter().map(|&o| key(instance, o)).collect();
+    let inputs = ActivationInputs::new();
     let ludus = || {
-        let mut w = Level::try_new_durable(ACTIVATE, DurableConfig::default()).unwrap();
-        w.begin_structural();
-        let mut ids = vec![EntityId::NULL; ACTIVATE];
-        w.spawn_batch_into((0..ACTIVATE as u32).map(|i| (Hp(i),)), &mut ids)
-            .unwrap();
-        let batch: Vec<Activation> = ids
-            .iter()
-            .zip(&keys)
-            .map(|(&e, &k)| Activation::new(e, k))
-            .collect();
+        let (mut w, batch) = inputs.fresh();
         let t = Instant::now();
         w.activate(black_box(&batch)).unwrap();
         let d = t.elapsed();
@@ -300,26 +301,18 @@ fn interleaved_activation(rounds: usize) {
     };
     let fold = || {
         let t = Instant::now();
-        let mut m =
-            FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
-        for &(k, e) in black_box(&pairs) {
-            m.insert(k, e);
-        }
+        let m = inputs.build();
         let d = t.elapsed();
         drop(black_box(m));
         d
     };
     // The inserts alone, into storage allocated and touched before the clock starts.
-    let mut template =
-        FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
-    template.extend(pairs.iter().copied());
+    let template = inputs.build();
     let prealloc = || {
         let mut m = template.clone();
         m.clear();
         let t = Instant::now();
-        for &(k, e) in black_box(&pairs) {
-            m.insert(k, e);
-        }
+        inputs.insert_all(&mut m);
         let d = t.elapsed();
         drop(black_box(m));
         d
