@@ -283,16 +283,21 @@ struct Group([Entry; 4]);
 /// Entries per group.
 const GROUP: usize = 4;
 
-/// A group's entries with `tag` and its empty entries, as bit masks: a probe takes one branch
-/// per group on them.
+/// A group's entries with `tag`, as a bit mask: a probe takes one branch per group on it.
 #[inline(always)]
-fn masks(group: &[Entry; GROUP], tag: u64) -> (u32, u32) {
-    let (mut hits, mut empty) = (0u32, 0u32);
+fn hits(group: &[Entry; GROUP], tag: u64) -> u32 {
+    let mut hits = 0u32;
     for (m, e) in group.iter().enumerate() {
         hits |= u32::from(e.tag == tag) << m;
-        empty |= u32::from(e.tag == 0) << m;
     }
-    (hits, empty)
+    hits
+}
+
+/// A group's empty entries, as a bit mask: read only once the group holds no match (a hit
+/// never computes it).
+#[inline(always)]
+fn empties(group: &[Entry; GROUP]) -> u32 {
+    hits(group, 0)
 }
 
 /// How many keys ahead a batch asks for a key's home group.
@@ -326,8 +331,8 @@ const UNBOUND: Reverse = Reverse {
 
 /// Where a probe for a key ended.
 enum Probe {
-    /// The key is at this entry.
-    Found(usize),
+    /// The key is at this entry, bound with this kind (a reservation's: 0).
+    Found(usize, u32),
     /// The key is absent; this empty entry ends its probe sequence.
     Vacant(usize),
     /// The probe sequence is longer than [`MAX_PROBE`].
@@ -551,12 +556,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// Whether `e` (whose tag equals the key's) is the key's entry: its slot's reverse entry
-    /// holds the key (exact) for this incarnation, or it is the reservation of this key.
+    /// holds the key (exact) for this incarnation (its kind returned), or it is the
+    /// reservation of this key (kind 0).
     #[inline(always)]
-    fn key_matches(&self, e: &Entry, w: &Words) -> bool {
+    fn key_matches(&self, e: &Entry, w: &Words) -> Option<u32> {
         match self.reverse.get(e.slot as usize) {
-            Some(r) => r.generation == e.generation && r.key == *w,
-            None => self.reserved_matches(e, w),
+            Some(r) => (r.generation == e.generation && r.key == *w).then_some(r.kind),
+            None => self.reserved_matches(e, w).then_some(0),
         }
     }
 
@@ -583,14 +589,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let group = &self.groups[g].0;
-            let (mut hits, empty) = masks(group, tag);
+            let mut hits = hits(group, tag);
             while hits != 0 {
                 let m = hits.trailing_zeros() as usize;
-                if self.key_matches(&group[m], w) {
-                    return Probe::Found(g * GROUP + m);
+                if let Some(kind) = self.key_matches(&group[m], w) {
+                    return Probe::Found(g * GROUP + m, kind);
                 }
                 hits &= hits - 1;
             }
+            let empty = empties(group);
             if empty != 0 {
                 return Probe::Vacant(g * GROUP + empty.trailing_zeros() as usize);
             }
@@ -638,7 +645,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// Removes the binding of `key` (forward and reverse), if any; true when one was removed.
     fn unbind_key(&mut self, w: &Words) -> bool {
         match self.probe(w) {
-            Probe::Found(i) => {
+            Probe::Found(i, _) => {
                 self.unbind_at(i, w);
                 true
             }
@@ -756,7 +763,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             match self.probe_tagged(&w, tag) {
                 Probe::Vacant(i) => break i,
                 Probe::Limit => return Err(CandidateRejection::ProbeLimit),
-                Probe::Found(i) => {
+                Probe::Found(i, _) => {
                     let existing = self.entity_at(self.entry(i));
                     if !registry.is_alive(existing) {
                         // Stale: drop it (a removal: the revision advances) and probe again
@@ -885,7 +892,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let published = published.min(self.scratch.len());
         for k in published..self.scratch.len() {
             let w = self.scratch[k].0;
-            if let Probe::Found(i) = self.probe(&w) {
+            if let Probe::Found(i, _) = self.probe(&w) {
                 if self.entry(i).slot == u32::MAX - k as u32 {
                     self.remove_entry(i);
                 }
@@ -940,7 +947,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Whether `key` has a binding (live or stale).
     pub fn contains_key(&self, key: &PersistentObjectKey) -> bool {
-        matches!(self.probe(&words(key)), Probe::Found(_))
+        matches!(self.probe(&words(key)), Probe::Found(..))
     }
 
     /// [`lookup`](Self::lookup) of every key of `keys`, the entity (or `None`) written to the
@@ -1030,11 +1037,12 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
-            let (hits, empty) = masks(&self.groups[g].0, tag);
+            let group = &self.groups[g].0;
+            let hits = hits(group, tag);
             if hits != 0 {
                 return g * GROUP + hits.trailing_zeros() as usize;
             }
-            if empty != 0 {
+            if empties(group) != 0 {
                 return usize::MAX;
             }
             g = (g + 1) & self.mask;
@@ -1051,12 +1059,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         key: &PersistentObjectKey,
     ) -> Option<(EntityId, BindingKind)> {
         match self.probe(&words(key)) {
-            Probe::Found(i) => {
-                let b = self.entry(i);
-                let e = self.entity_at(b);
-                // `Found` checked the slot's reverse entry (in bounds: not a reservation,
+            Probe::Found(i, kind) => {
+                // `Found` read the kind from the slot's reverse entry (0 for a reservation,
                 // which lookups never see outside a duplication).
-                let kind = self.reverse.get(b.slot as usize).map_or(0, |r| r.kind);
+                let e = self.entity_at(self.entry(i));
                 registry.is_alive(e).then_some((e, BindingKind(kind)))
             }
             _ => None,
@@ -1141,7 +1147,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             return false;
         }
         let w = words(key);
-        if let Probe::Found(i) = self.probe(&w) {
+        if let Probe::Found(i, _) = self.probe(&w) {
             if !registry.is_alive(self.entity_at(self.entry(i))) {
                 self.unbind_key(&w);
                 self.stats.stale_dropped += 1;
@@ -1200,7 +1206,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             let Some(r) = self.reverse.get(b.slot as usize) else {
                 return false;
             };
-            let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
+            let reachable = matches!(self.probe(&r.key), Probe::Found(j, _) if j == i);
             if r.generation != b.generation || self.tag(&r.key) != b.tag || !reachable {
                 return false;
             }
