@@ -968,6 +968,26 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         keys: &[PersistentObjectKey],
         out: &mut [Option<EntityId>],
     ) -> usize {
+        self.lookup_batch_in::<B, false>(registry, keys, out)
+    }
+
+    /// [`lookup_batch`](Self::lookup_batch) on the table of a world whose registry is
+    /// `registry` (see [`is_live_binding`](Self::is_live_binding)).
+    pub(crate) fn lookup_batch_attached<B: Allocator + Clone>(
+        &self,
+        registry: &EntityRegistry<B>,
+        keys: &[PersistentObjectKey],
+        out: &mut [Option<EntityId>],
+    ) -> usize {
+        self.lookup_batch_in::<B, true>(registry, keys, out)
+    }
+
+    fn lookup_batch_in<B: Allocator + Clone, const ATTACHED: bool>(
+        &self,
+        registry: &EntityRegistry<B>,
+        keys: &[PersistentObjectKey],
+        out: &mut [Option<EntityId>],
+    ) -> usize {
         assert!(
             out.len() >= keys.len(),
             "lookup_batch: `out` is shorter than `keys`"
@@ -976,17 +996,17 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         if self.footprint_bytes() <= CACHED_TABLE {
             // A table this small stays in cache: the passes would only add work.
             for (key, o) in keys.iter().zip(out.iter_mut()) {
-                *o = self.lookup(registry, key).map(|(e, _)| e);
+                *o = self.lookup_in::<B, ATTACHED>(registry, key).map(|(e, _)| e);
                 found += usize::from(o.is_some());
             }
             return found;
         }
-        self.lookup_passes(registry, keys, out)
+        self.lookup_passes::<B, ATTACHED>(registry, keys, out)
     }
 
     /// [`lookup_batch`](Self::lookup_batch) in blocks of three passes, whatever the table's
     /// size (`out` at least as long as `keys`).
-    fn lookup_passes<B: Allocator + Clone>(
+    fn lookup_passes<B: Allocator + Clone, const ATTACHED: bool>(
         &self,
         registry: &EntityRegistry<B>,
         keys: &[PersistentObjectKey],
@@ -1007,7 +1027,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     if let Some(r) = self.reverse.get(e.slot as usize) {
                         crate::hint::prefetch(r);
                     }
-                    registry.prefetch_slot(e.slot);
+                    if !ATTACHED {
+                        registry.prefetch_slot(e.slot);
+                    }
                 }
             }
             for ((key, o), &a) in keys.iter().zip(out.iter_mut()).zip(&at) {
@@ -1016,10 +1038,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     Some(e) => match self.reverse.get(e.slot as usize) {
                         Some(r) if r.generation == e.generation && r.key == words(key) => {
                             let entity = self.entity_at(&e);
-                            registry.is_alive(entity).then_some(entity)
+                            self.is_live_binding::<B, ATTACHED>(registry, e.slot, entity)
+                                .then_some(entity)
                         }
                         // A collision of tags or a reservation: the whole probe decides.
-                        _ => self.lookup(registry, key).map(|(e, _)| e),
+                        _ => self.lookup_in::<B, ATTACHED>(registry, key).map(|(e, _)| e),
                     },
                 };
                 found += usize::from(o.is_some());
@@ -1058,14 +1081,50 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         registry: &EntityRegistry<B>,
         key: &PersistentObjectKey,
     ) -> Option<(EntityId, BindingKind)> {
+        self.lookup_in::<B, false>(registry, key)
+    }
+
+    /// [`lookup`](Self::lookup); `ATTACHED`: this is the binding table of a world whose
+    /// registry is `registry` (see [`is_live_binding`](Self::is_live_binding)).
+    #[inline(always)]
+    fn lookup_in<B: Allocator + Clone, const ATTACHED: bool>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+    ) -> Option<(EntityId, BindingKind)> {
         match self.probe(&words(key)) {
             Probe::Found(i, kind) => {
                 // `Found` read the kind from the slot's reverse entry (0 for a reservation,
                 // which lookups never see outside a duplication).
-                let e = self.entity_at(self.entry(i));
-                registry.is_alive(e).then_some((e, BindingKind(kind)))
+                let b = self.entry(i);
+                let e = self.entity_at(b);
+                self.is_live_binding::<B, ATTACHED>(registry, b.slot, e)
+                    .then_some((e, BindingKind(kind)))
             }
             _ => None,
+        }
+    }
+
+    /// Whether the binding found for `e` (at `slot`) names a live entity of `registry`.
+    ///
+    /// The checked form reads the registry's entry of the slot. `ATTACHED` (the table of a
+    /// world, looked up with that world's registry) skips that read when the owners match: a
+    /// world detaches a slot's binding before it releases the slot (`WorldOps::destroy` and
+    /// `ops::destroy_run` are its only releases, and the registry is read-only outside them),
+    /// and activation binds only live entities, so every binding of its table names a live
+    /// entity (`tests/world_durable_model.rs` resolves every key after every operation). A
+    /// reservation, whose slot lies beyond every registry slot, is never live.
+    #[inline(always)]
+    fn is_live_binding<B: Allocator + Clone, const ATTACHED: bool>(
+        &self,
+        registry: &EntityRegistry<B>,
+        slot: u32,
+        e: EntityId,
+    ) -> bool {
+        if ATTACHED && self.owner != 0 && self.owner == registry.owner() {
+            (slot as usize) < self.reverse.len()
+        } else {
+            registry.is_alive(e)
         }
     }
 
@@ -1089,7 +1148,31 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         kind: Option<BindingKind>,
         catalog: &C,
     ) -> Resolution {
-        if let Some((e, found)) = self.lookup(registry, key) {
+        self.resolve_in::<B, C, false>(registry, key, kind, catalog)
+    }
+
+    /// [`try_resolve_with`](Self::try_resolve_with) on the table of a world whose registry
+    /// is `registry` (see [`is_live_binding`](Self::is_live_binding)).
+    #[inline(always)]
+    pub(crate) fn resolve_attached<B: Allocator + Clone, C: ResidencyCatalog + ?Sized>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+        kind: Option<BindingKind>,
+        catalog: &C,
+    ) -> Resolution {
+        self.resolve_in::<B, C, true>(registry, key, kind, catalog)
+    }
+
+    #[inline(always)]
+    fn resolve_in<B: Allocator + Clone, C: ResidencyCatalog + ?Sized, const ATTACHED: bool>(
+        &self,
+        registry: &EntityRegistry<B>,
+        key: &PersistentObjectKey,
+        kind: Option<BindingKind>,
+        catalog: &C,
+    ) -> Resolution {
+        if let Some((e, found)) = self.lookup_in::<B, ATTACHED>(registry, key) {
             return match kind {
                 Some(k) if k != found => Resolution::TypeMismatch { entity: e, found },
                 _ => Resolution::Resolved(e),
@@ -1355,10 +1438,10 @@ mod tests {
         // The key-by-key path of a small table, and the passes a large one takes.
         let mut out = std::vec![Some(EntityId::NULL); queries.len()];
         assert_eq!(
-            t.lookup_passes(&reg, &queries, &mut out),
+            t.lookup_passes::<_, false>(&reg, &queries, &mut out),
             t.lookup_batch(&reg, &queries, &mut std::vec![None; queries.len()])
         );
-        let found = t.lookup_passes(&reg, &queries, &mut out);
+        let found = t.lookup_passes::<_, false>(&reg, &queries, &mut out);
         assert_eq!(out, want);
         let mut small = std::vec![Some(EntityId::NULL); queries.len()];
         assert_eq!(t.lookup_batch(&reg, &queries, &mut small), found);

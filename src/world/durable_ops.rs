@@ -117,7 +117,7 @@ pub trait DurableOps: WorldOps {
         out: &mut [Option<EntityId>],
     ) -> Result<usize, DurableError> {
         let (registry, durable) = enabled(self)?;
-        Ok(durable.bindings.lookup_batch(registry, keys, out))
+        Ok(durable.bindings.lookup_batch_attached(registry, keys, out))
     }
 
     /// Resolves `key` to a live entity of any kind (unbound keys: `Missing`).
@@ -136,7 +136,7 @@ pub trait DurableOps: WorldOps {
     ) -> Resolution {
         self.durable_ref()
             .bindings
-            .try_resolve_with(self.registry(), key, kind, catalog)
+            .resolve_attached(self.registry(), key, kind, catalog)
     }
 
     /// Resolves a required reference: the entity, or the failed [`Resolution`] (counted as
