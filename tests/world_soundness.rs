@@ -267,6 +267,8 @@ struct Hider {
     durable: ReadOnly<Durable>,
     a: ComponentPool<A>,
     hide: bool,
+    /// The pool is hidden too once the registry holds this many entities.
+    limit: usize,
 }
 
 impl Roster for Hider {
@@ -275,7 +277,7 @@ impl Roster for Hider {
     type Groups = ();
     type Refs = ();
     fn durable_parts(&mut self) -> DurableParts<'_, Self> {
-        let pool = (!self.hide).then_some(&mut self.a);
+        let pool = (!self.hide && self.registry.len() < self.limit).then_some(&mut self.a);
         (&mut self.registry, &mut self.durable, (pool, ()))
     }
     fn durable_ref(&self) -> &Durable {
@@ -296,6 +298,7 @@ fn a_roster_hiding_a_pool_cannot_release_past_it() {
         durable: ReadOnly::try_new_durable(4, None, alloc).unwrap(),
         a: ComponentPool::try_unbound_in(4, alloc).unwrap(),
         hide: false,
+        limit: usize::MAX,
     };
     w.try_bind().unwrap();
     let e = w.spawn((A(1),)).unwrap();
@@ -314,6 +317,38 @@ fn a_roster_hiding_a_pool_cannot_release_past_it() {
     );
     assert!(keys_unique(&w.a));
     assert_eq!(w.get::<A>(e), None);
+}
+
+/// A commit that a lying roster stops half way (its pool vanishes after the commit's checks)
+/// leaves no provisional resolving to the handles it created: the last commit's provisionals
+/// would otherwise read this one's creates at their indices.
+#[test]
+fn a_commit_stopped_half_way_resolves_no_provisional_to_its_creates() {
+    let alloc = ludus::world::__private::Global;
+    let mut w = Hider {
+        registry: ReadOnly::try_new_world_registry(8, alloc).unwrap(),
+        durable: ReadOnly::try_new_durable(8, None, alloc).unwrap(),
+        a: ComponentPool::try_unbound_in(8, alloc).unwrap(),
+        hide: false,
+        limit: usize::MAX,
+    };
+    w.try_bind().unwrap();
+    let mut cmd = CommandBuffer::try_with_capacity(16, 256).unwrap();
+    let first = cmd.spawn(&w.registry, (A(1),)).unwrap();
+    w.commit(&mut cmd).unwrap();
+    let e1 = cmd.resolve(first).unwrap();
+    assert_eq!(w.get::<A>(e1), Some(&A(1)));
+    // The next commit's first create reaches the limit: its insert finds no pool.
+    w.limit = 2;
+    cmd.spawn(&w.registry, (A(2),)).unwrap();
+    cmd.spawn(&w.registry, (A(3),)).unwrap();
+    assert_eq!(w.commit(&mut cmd), Err(WorldError::UnknownComponent));
+    assert_eq!(w.registry.len(), 2, "the commit stopped after one create");
+    assert_eq!(
+        cmd.resolve(first),
+        None,
+        "no provisional resolves into a failed commit"
+    );
 }
 
 #[test]

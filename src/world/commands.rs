@@ -761,6 +761,20 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(WorldError::ForeignPool);
         }
         self.preflight(world)?;
+        if let Err(e) = self.apply(world) {
+            // Unreachable through `world!` (the preflight checked everything the commands
+            // check): only a hand-written roster that hands out other parts than it was
+            // checked with stops a commit half way. The handles it created so far are not
+            // the last commit's: no provisional may resolve to them.
+            self.created.clear();
+            return Err(e);
+        }
+        self.reset();
+        Ok(())
+    }
+
+    /// Applies every command in order, filling `created` (the preflight passed).
+    fn apply<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
         self.created.clear();
         let mut layout = BundleLayout {
             stamp: 0,
@@ -828,7 +842,6 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             applied?;
             i += 1;
         }
-        self.reset();
         Ok(())
     }
 
