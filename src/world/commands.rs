@@ -220,8 +220,9 @@ impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
 /// incarnation: appended without a slot lookup.
 ///
 /// # Safety
-/// `entity` was created in `world`'s registry after its last release, every pool of `world`
-/// is bound to that registry, and nothing inserted a `component` for it since.
+/// `entity` was created in `world`'s registry after its last release, and nothing inserted a
+/// `component` for it since (the pool is checked to be bound to that registry: see
+/// [`ops::insert_fresh`]).
 unsafe fn insert_fresh_bytes<W: Roster>(
     world: &mut W,
     entity: EntityId,
@@ -761,14 +762,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(WorldError::ForeignPool);
         }
         self.preflight(world)?;
-        if let Err(e) = self.apply(world) {
-            // Unreachable through `world!` (the preflight checked everything the commands
-            // check): only a hand-written roster that hands out other parts than it was
-            // checked with stops a commit half way. The handles it created so far are not
-            // the last commit's: no provisional may resolve to them.
-            self.created.clear();
-            return Err(e);
-        }
+        self.apply(world)?;
         self.reset();
         Ok(())
     }
@@ -816,30 +810,36 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     offset,
                     size,
                     fresh,
-                } => {
-                    let entity = self.entity(subject)?;
-                    let bytes = &self.bytes[offset as usize..(offset + size) as usize];
-                    if fresh {
-                        // SAFETY: a fresh insert follows its bundle's create, which this commit
-                        // applied just before (commands apply in order, and a bundle's commands
-                        // are recorded together) in this world's registry, whose pools are
-                        // exactly the bound ones (checked above): the entity is new and holds
-                        // none of the bundle's distinct types yet.
-                        unsafe { insert_fresh_bytes(world, entity, component, bytes, &mut layout) }
-                    } else {
-                        insert_bytes(world, entity, component, bytes)
+                } => match self.entity(subject) {
+                    Err(e) => Err(e),
+                    Ok(entity) => {
+                        let bytes = &self.bytes[offset as usize..(offset + size) as usize];
+                        if fresh {
+                            // SAFETY: a fresh insert follows its bundle's create, which this
+                            // commit applied just before in this world's registry (commands
+                            // apply in order, and a bundle's commands are recorded together):
+                            // the entity is new and holds none of the bundle's distinct types.
+                            unsafe {
+                                insert_fresh_bytes(world, entity, component, bytes, &mut layout)
+                            }
+                        } else {
+                            insert_bytes(world, entity, component, bytes)
+                        }
                     }
-                }
-                Command::Remove { subject, component } => {
-                    let entity = self.entity(subject)?;
-                    remove_type(world, entity, component)
-                }
+                },
+                Command::Remove { subject, component } => self
+                    .entity(subject)
+                    .and_then(|entity| remove_type(world, entity, component)),
             };
-            debug_assert!(
-                applied.is_ok(),
-                "preflighted command {i} failed: {applied:?}"
-            );
-            applied?;
+            if let Err(e) = applied {
+                // Unreachable through `world!` (the preflight checked everything the
+                // commands check): only a hand-written roster that hands out other parts
+                // than it was checked with stops a commit half way. The handles created so
+                // far are not the last commit's: no provisional may resolve to them.
+                self.created.clear();
+                debug_assert!(false, "preflighted command {i} failed: {e:?}");
+                return Err(e);
+            }
             i += 1;
         }
         Ok(())

@@ -174,9 +174,10 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
 /// Appends `value` as `entity`'s `T` without a slot lookup, checking the change.
 ///
 /// # Safety
-/// `entity` was created in `world`'s registry after its last release, every pool of `world`
-/// is bound to that registry (then no pool holds the slot: provenance and release invariants
-/// of `ComponentPool`), and nothing inserted a `T` for it since.
+/// `entity` was created in `world`'s registry after its last release, and nothing inserted a
+/// `T` for it since. (The pool is checked here to be bound to that registry, the one pool of
+/// `T` that can be, whatever parts the roster hands out; a release removes the slot from every
+/// bound pool: then that pool holds no entry for the slot.)
 #[inline(always)]
 pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
     world: &mut W,
