@@ -6,6 +6,7 @@
 //! - `scoped32`: 32-byte entries holding the object UUID and a 4-byte instance index (the
 //!   instance interned elsewhere), queried with the 16-byte object UUID, linear probing;
 //! - `scoped32_pairs`: the same entries probed a cache line (two entries) at a time;
+//! - `hashbrown32`: hashbrown + foldhash keyed by the whole 32-byte `PersistentObjectKey`;
 //! - `direct`: the read alone, from handles found beforehand (the floor).
 //!
 //! Not a bench of the library: the three layouts are bare prototypes (insert and lookup only,
@@ -27,6 +28,8 @@ mod common;
 use common::{key, spawned, Hp, Rng};
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::RandomState>;
+/// hashbrown + foldhash keyed by the library's whole 32-byte key (the same key as `ludus`).
+type FoldMap32 = hashbrown::HashMap<PersistentObjectKey, EntityId, foldhash::fast::RandomState>;
 
 /// Folded 64×64 → 128-bit multiply (the table's hash step).
 #[inline(always)]
@@ -205,12 +208,13 @@ fn object_words(u: &Uuid) -> [u64; 2] {
     bytemuck::pod_read_unaligned(u.as_bytes())
 }
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "hashbrown",
     "ludus",
     "full48",
     "scoped32",
     "scoped32_pairs",
+    "hashbrown32",
     "direct",
 ];
 
@@ -231,10 +235,12 @@ fn main() {
         world.end_structural();
         let owner = ids[0].owner();
         let mut fold_map = FoldMap::with_capacity_and_hasher(n, Default::default());
+        let mut fold_map32 = FoldMap32::with_capacity_and_hasher(n, Default::default());
         let mut full = Full48::new(n, owner);
         let mut scoped = Scoped32::new(n, owner);
         for (&e, &o) in ids.iter().zip(&objects) {
             fold_map.insert(o, e);
+            fold_map32.insert(key(instance, o), e);
             full.insert(words(&key(instance, o)), e);
             scoped.insert(object_words(&o), INSTANCE, e);
         }
@@ -287,6 +293,10 @@ fn main() {
                         4 => black_box(&objects)
                             .iter()
                             .map(|o| read(scoped.get_pairs(o, INSTANCE)))
+                            .sum(),
+                        5 => black_box(&keys)
+                            .iter()
+                            .map(|k| read(fold_map32.get(k).copied()))
                             .sum(),
                         _ => black_box(&direct).iter().map(|&e| read(e)).sum(),
                     };
