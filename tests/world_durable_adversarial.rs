@@ -1,7 +1,8 @@
 //! Regression tests for broken durable-identity guarantees found by an adversarial review, each
 //! reached through the safe API only: a panic in user code inside `duplicate` (the entropy
 //! source, an `EntityRefs` impl), a foreign registry given to `prune`, durable parts swapped
-//! between worlds. CI runs this file in debug, in release and under Miri.
+//! between worlds, a roster that switches parts mid-duplicate. CI runs this file in debug, in
+//! release and under Miri.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -207,4 +208,100 @@ fn a_swapped_durable_part_describes_no_entity() {
     assert_eq!(b.outliner().count(), 1);
     assert!(b.is_protected(eb));
     assert_eq!(b.counts().bindings, 1);
+}
+
+/// A hand-written roster holding two self-consistent (registry, durable) pairs: each
+/// `durable_parts` call hands out pair B when the low bit of `script` is set (the script
+/// shifts by one per call), pair A otherwise.
+struct Twin {
+    reg_a: ludus::world::ReadOnly<EntityRegistry>,
+    d_a: ludus::world::ReadOnly<ludus::world::Durable>,
+    reg_b: ludus::world::ReadOnly<EntityRegistry>,
+    d_b: ludus::world::ReadOnly<ludus::world::Durable>,
+    script: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl ludus::world::Roster for Twin {
+    type Alloc = ludus::world::__private::Global;
+    type Components = ();
+    type Groups = ();
+    type Refs = ();
+    fn durable_parts(&mut self) -> ludus::world::DurableParts<'_, Self> {
+        let script = self.script.get();
+        self.script.set(script >> 1);
+        if script & 1 != 0 {
+            (&mut self.reg_b, &mut self.d_b, ())
+        } else {
+            (&mut self.reg_a, &mut self.d_a, ())
+        }
+    }
+    fn durable_ref(&self) -> &ludus::world::Durable {
+        &self.d_a
+    }
+    fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
+        (&self.reg_a, ())
+    }
+}
+
+/// An entropy source that, when asked for bytes, scripts the roster's next calls.
+struct Scripting(SeqEntropy, std::rc::Rc<std::cell::Cell<u64>>, u64);
+
+impl EntropySource for Scripting {
+    fn fill(&mut self, dest: &mut [u8]) -> Result<(), EntropyError> {
+        self.1.set(self.2);
+        self.0.fill(dest)
+    }
+}
+
+/// Found by a review of the world's resolve without the registry read: a roster that hands
+/// out another pair for `duplicate`'s creates (script `0b1`), its publication (`0b10`) or both
+/// used to leave a binding in one table naming a slot of the other registry (resolved by the
+/// world's own table though not alive there), or a reservation count its table did not hold.
+/// Now the duplicate is refused and every binding of both tables names a live entity.
+#[test]
+fn a_roster_switching_pairs_mid_duplicate_publishes_no_foreign_binding() {
+    for script in [0b1u64, 0b10, 0b11] {
+        let alloc = ludus::world::__private::Global;
+        let cfg = Some(DurableConfig::default());
+        let flag = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        let mut w = Twin {
+            reg_a: ludus::world::ReadOnly::try_new_world_registry(8, alloc).unwrap(),
+            d_a: ludus::world::ReadOnly::try_new_durable(8, cfg, alloc).unwrap(),
+            reg_b: ludus::world::ReadOnly::try_new_world_registry(8, alloc).unwrap(),
+            d_b: ludus::world::ReadOnly::try_new_durable(8, cfg, alloc).unwrap(),
+            script: flag.clone(),
+        };
+        w.try_bind().unwrap();
+        flag.set(1);
+        w.try_bind().unwrap();
+        w.begin_structural();
+        flag.set(1);
+        w.begin_structural();
+        // B's next create takes slot 2, A's next after `e` slot 1.
+        for _ in 0..2 {
+            flag.set(1);
+            w.create().unwrap();
+        }
+        let e = w.create().unwrap();
+        w.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+        let mut out = [EntityId::NULL];
+        let mut entropy = Scripting(SeqEntropy::new(3), flag.clone(), script);
+        assert!(
+            w.duplicate(&[e], &mut entropy, &mut out).is_err(),
+            "script {script:b}"
+        );
+        flag.set(0);
+        for (reg, d) in [(&w.reg_a, &w.d_a), (&w.reg_b, &w.d_b)] {
+            assert_eq!(d.bindings().len(), d.bindings().iter().count());
+            for (k, h, _) in d.bindings().iter() {
+                assert!(reg.is_alive(h), "script {script:b}: {k} names a dead {h:?}");
+            }
+        }
+        assert_eq!(w.d_a.bindings().len(), 1);
+        assert_eq!(w.resolve(&key(1, 1)), Resolution::Resolved(e));
+        let mut batch = [None];
+        let keys: Vec<_> = w.d_a.bindings().iter().map(|(k, _, _)| k).collect();
+        w.resolve_batch(&keys, &mut batch).unwrap();
+        assert_eq!(batch, [Some(e)]);
+    }
 }

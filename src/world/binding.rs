@@ -862,6 +862,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.scratch.is_empty()
     }
 
+    /// How many keys are reserved.
+    pub(crate) fn scratch_len(&self) -> usize {
+        self.scratch.len()
+    }
+
     /// Binds reserved key `k` to `entity` (forward and reverse).
     pub(crate) fn publish_scratch(&mut self, k: usize, entity: EntityId, kind: BindingKind) {
         let Some(&(w, i)) = self.scratch.get(k) else {
@@ -1111,8 +1116,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// world, looked up with that world's registry) skips that read when the owners match: a
     /// world detaches a slot's binding before it releases the slot (`WorldOps::destroy` and
     /// `ops::destroy_run` are its only releases, and the registry is read-only outside them),
-    /// and activation binds only live entities, so every binding of its table names a live
-    /// entity (`tests/world_durable_model.rs` resolves every key after every operation). A
+    /// activation binds only live entities, and a duplication publishes only copies alive in
+    /// the registry of the table it publishes to, so every binding of its table names a live
+    /// entity (`tests/world_durable_model.rs` resolves every key after every operation;
+    /// `tests/world_durable_adversarial.rs` tries a roster that switches parts). A
     /// reservation, whose slot lies beyond every registry slot, is never live.
     #[inline(always)]
     fn is_live_binding<B: Allocator + Clone, const ATTACHED: bool>(

@@ -249,6 +249,14 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
         copies: out,
     });
     let (registry, durable) = enabled_mut(world)?;
+    // The copies and the reservations must be this pair's: a roster that handed out another
+    // (self-consistent) pair for the creates or the mints would otherwise get bindings,
+    // names and parents here for slots of another registry (a world's own table trusts its
+    // bindings to be live), or count reservations it does not hold.
+    if durable.bindings.scratch_len() != bound || !out.iter().all(|&d| registry.is_alive(d)) {
+        durable.bindings.abandon_scratch(0);
+        return Err(WorldError::ForeignPool.into());
+    }
     let mut k = 0;
     for (&src, &dst) in selection.iter().zip(out.iter()) {
         let parent = durable
