@@ -190,10 +190,12 @@ pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
         registry.check_member_change(entity)?;
         let class = pool.layout_class();
         // SAFETY: the slot has no entry in this pool. `member` checked that the pool is bound
-        // to `entity`'s registry, the one pool of `T` that can be (a registry binds one pool
-        // per type, whatever parts a roster hands out); the entity was created after its
-        // slot's last release and holds no `T` since (caller), and a release removes the
-        // slot from every bound pool (`WorldOps::destroy`, `ops::destroy_run`).
+        // to the registry it was handed out with, and `check_member_change` that `entity` is
+        // alive there: the pool is the one pool of `T` bound to `entity`'s registry (a
+        // registry binds one pool per type, whatever parts a roster hands out). The entity
+        // was created after its slot's last release and holds no `T` since (caller), and a
+        // release removes the slot from every bound pool (`WorldOps::destroy`,
+        // `ops::destroy_run`).
         unsafe { pool.insert_first(entity, value) };
         registry.advance_revision(1);
         if !grouped::<W, T>() {
