@@ -244,3 +244,24 @@ fn binding_needs_version_four_uuids_and_refusals_change_nothing() {
     assert!(matches!(err.kind, K::UnresolvedReference { .. }), "{err}");
     assert_eq!(snapshot(&w, true), before);
 }
+
+/// As for World records: a pool swapped in from another world is refused before pass 1, and
+/// the world (counters included) is as it was.
+#[test]
+fn a_swapped_in_pool_is_refused_before_pass_one() {
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level_file = LevelFile::from_slice(path, &bytes).unwrap();
+    let (mut a, mut b) = (level_world(), level_world());
+    let before = snapshot(&a, true);
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    let err = restore_level(&level_file, None, &mut a).unwrap_err();
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    assert!(
+        matches!(
+            err.kind,
+            K::World(DurableError::World(WorldError::ForeignPool))
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&a, true), before, "counters included");
+}

@@ -316,3 +316,24 @@ fn the_streaming_reader_takes_any_member_order_and_declines_escaped_labels() {
         assert_eq!(w.registry.len(), 0);
     }
 }
+
+/// A pool swapped in from another world (the world's pool fields are public) is refused before
+/// pass 1: the restore creates nothing, so nothing is left alive when pass 2 could not insert
+/// (a review found two pass-1 entities left alive and the counters advanced).
+#[test]
+fn a_swapped_in_pool_is_refused_before_pass_one() {
+    let (mut a, mut b) = (level(8), level(8));
+    let before = snapshot(&a, true);
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    let err = restore_world(&ring(2), instance(0), &mut a).unwrap_err();
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    assert!(
+        matches!(
+            err.kind,
+            K::World(DurableError::World(WorldError::ForeignPool))
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&a, true), before, "counters included");
+    assert_eq!(snapshot(&b, true), snapshot(&level(8), true));
+}

@@ -14,12 +14,14 @@
 //! publish  one atomic binding activation
 //! ```
 //!
-//! Everything that can be refused is refused before pass 1, so a refused document leaves the
-//! world exactly as it was — counters and generations included. Should pass 1, pass 2 or the
-//! activation still fail (nothing the checks know of can; a pool swapped in from another world
-//! or a crafted binding-probe collision can), every entity of pass 1 is destroyed again before
-//! the error is returned: no binding is published, and the live state is as before (the
-//! registry's monotone counters and the released slots' generations have advanced).
+//! Everything that can be refused is refused before pass 1 (a pool swapped in from another
+//! world included), so a refused document leaves the world exactly as it was — counters and
+//! generations included. Should pass 1, pass 2 or the activation still fail (nothing the
+//! checks know of can: a crafted binding-probe collision through the test-only secret, a
+//! hand-written roster that hands out other parts than it was checked with), every entity of
+//! pass 1 is destroyed again before the error is returned: no binding is published, and the
+//! live state is as before (the registry's monotone counters and the released slots'
+//! generations have advanced).
 
 use core::mem::size_of;
 
@@ -35,8 +37,8 @@ use super::restore::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::{
-    insert_value, Activation, BindingKind, DurableError, DurableOps, EntityId, HierarchyError,
-    Roster, WorldError,
+    insert_value, roster_intact, Activation, BindingKind, DurableError, DurableOps, EntityId,
+    HierarchyError, Roster, WorldError,
 };
 use serde_json::Value;
 
@@ -275,6 +277,11 @@ impl Plan {
     {
         let world_err = |e: DurableError| (None, RestoreErrorKind::World(e));
         let n = self.entities.len();
+        // A pool swapped in from another world would refuse pass 2's inserts, and the
+        // rollback's destroys with them (a review found the pass-1 entities left alive).
+        if !roster_intact(world) {
+            return Err(world_err(WorldError::ForeignPool.into()));
+        }
         let (registry, durable) = (world.registry(), world.durable_ref());
         if !durable.is_enabled() {
             return Err(world_err(DurableError::Disabled));

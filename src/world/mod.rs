@@ -124,6 +124,9 @@ pub use join::{join, IntoJoin, Join, JoinPlan};
 pub use observe::{Outliner, OutlinerRow, WorldCounts};
 /// Typed insert without the compile-time roster bound (content restore dispatches by type).
 pub(crate) use ops::insert as insert_value;
+/// Whether a world's pools are exactly those bound to its registry (content restore checks it
+/// before pass 1).
+pub(crate) use ops::roster_intact;
 pub use ops::WorldOps;
 pub use owners::{EntityKey, Owners, OwnersIter};
 pub use persistent::{
