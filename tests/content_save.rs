@@ -288,3 +288,32 @@ fn the_failure_reported_is_the_first_in_uuid_order() {
         "{err}"
     );
 }
+
+/// A pool swapped in from another world (the world's pool fields are public) is refused: its
+/// entries would otherwise be saved under this world's entities of the same slot and
+/// generation (a review of restore found the same gap there).
+#[test]
+fn a_swapped_in_pool_is_refused() {
+    let (mut a, mut b) = (level(8), level(8));
+    restore_world(&ring(2), instance(0), &mut a).unwrap();
+    restore_world(&ring(2), instance(0), &mut b).unwrap();
+    for (_, hp) in b.hp.iter_mut() {
+        hp.hp += 1000;
+    }
+    let before = save_world_bytes(&a, instance(0), SCHEMA, document()).unwrap();
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    let err = save_world_bytes(&a, instance(0), SCHEMA, document()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SaveError::World(DurableError::World(WorldError::ForeignPool))
+        ),
+        "{err}"
+    );
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    let saved = save_world_bytes(&a, instance(0), SCHEMA, document()).unwrap();
+    assert!(
+        !String::from_utf8(saved).unwrap().contains("100"),
+        "b's values"
+    );
+}

@@ -98,7 +98,9 @@ pub(crate) fn component_index<W: Roster>(name: &str) -> Option<usize> {
 }
 
 /// The 128 bits of `uuid` held in an `EntityId` (owner: high 64 bits, slot, generation); the
-/// nil UUID is the null handle. Only restore and save hold such values, never a pool.
+/// nil UUID is the null handle. Only restore and save hold such values, never a pool (unless a
+/// type with an entity-typed field is missing from the world's `entity_refs`: restore then
+/// cannot see the field, and its bits, slot ≥ 2³¹, name no entity).
 #[inline]
 pub fn uuid_bits(uuid: Uuid) -> EntityId {
     let v = uuid.as_u128();

@@ -159,13 +159,18 @@ where
         saved: &saved,
         columns: Vec::with_capacity(W::NAMES.len()),
         outside: Vec::new(),
+        foreign: false,
     };
     W::Components::each_record(0, &mut gather);
     let Gather {
         columns,
         mut outside,
+        foreign,
         ..
     } = gather;
+    if foreign {
+        return Err(DurableError::World(WorldError::ForeignPool).into());
+    }
     // Only the first such entity in UUID order can be reported.
     let first = outside.iter().map(|&(rank, _)| rank).min();
     outside.retain(|&(rank, _)| Some(rank) == first);
@@ -434,6 +439,8 @@ struct Gather<'a, W> {
     saved: &'a Saved<'a>,
     columns: Vec<Column>,
     outside: Vec<(usize, usize)>,
+    /// A pool belongs to another registry.
+    foreign: bool,
 }
 
 impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
@@ -446,6 +453,12 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
         };
         if let Some(pool) = self.world.parts_ref().1.get::<T>() {
             let registry = self.world.registry();
+            if pool.owner() != registry.owner() {
+                // Swapped in from another world: its entries are not this world's entities.
+                self.foreign = true;
+                self.columns.push(column);
+                return;
+            }
             for (key, value) in pool.owners().keys().iter().zip(pool.values()) {
                 let Some(rank) = self.saved.of(key.slot(), key.generation()) else {
                     continue;
