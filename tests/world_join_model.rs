@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytemuck::{Pod, Zeroable};
 use ludus::world::{
-    join, opt, without, CommandBuffer, ComponentPool, EntityRegistry, Join, JoinPlan, WorldOps,
+    cluster, join, opt, without, ClusterError, CommandBuffer, ComponentPool, EntityRegistry, Join,
+    JoinPlan, WorldOps,
 };
 use ludus::EntityId;
 use proptest::prelude::*;
@@ -60,6 +61,8 @@ enum Op {
     Sort(u8),
     /// `WorldOps::sort_pools`: every ungrouped pool, shared stamps renamed together.
     SortAll,
+    /// `cluster` of (c, d), (c, d, e), (e, c), (d, e) or (a, c) (refused while `ab` packs).
+    Cluster(u8),
     /// Bump every value of c through a join (checks `&mut` yields write where they should).
     Bump(u32),
     /// One commit of a `CommandBuffer`: destroys of the picked handles, then spawns of
@@ -78,6 +81,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u8..5, any::<usize>()).prop_map(|(k, i)| Op::Remove(k, i)),
         1 => (2u8..5).prop_map(Op::Sort),
         1 => Just(Op::SortAll),
+        2 => (0u8..5).prop_map(Op::Cluster),
         1 => any::<u32>().prop_map(Op::Bump),
         2 => (proptest::collection::vec(any::<usize>(), 0..6), 0u8..6, 0u8..3, any::<u32>())
             .prop_map(|(d, n, g, v)| Op::Commit(d, n, g, v)),
@@ -272,6 +276,33 @@ fn run(ops: Vec<Op>) {
                 for (e, row) in &m {
                     assert_eq!(w.get::<C>(*e).map(|c| c.0), row[2]);
                     assert_eq!(w.get::<D>(*e).map(|d| d.0), row[3]);
+                    assert_eq!(w.get::<E>(*e).map(|x| x.0), row[4]);
+                }
+            }
+            Op::Cluster(k) => {
+                let done = match k {
+                    0 => cluster((&mut w.c, &mut w.d)),
+                    1 => cluster((&mut w.c, &mut w.d, &mut w.e)),
+                    2 => cluster((&mut w.e, &mut w.c)),
+                    3 => cluster((&mut w.d, &mut w.e)),
+                    _ => cluster((&mut w.a, &mut w.c)),
+                };
+                let packs = m.values().any(|row| row[0].is_some() && row[1].is_some());
+                if k == 4 && packs {
+                    assert_eq!(done, Err(ClusterError::Grouped));
+                } else {
+                    done.unwrap();
+                }
+                let nonempty = |n: usize| n > 0;
+                if k == 1 && nonempty(w.c.len()) && nonempty(w.d.len()) && nonempty(w.e.len()) {
+                    assert_eq!(join((&w.c, &w.d, &w.e)).plan(), JoinPlan::Runs);
+                    assert_eq!(join((&w.e, &w.c)).plan(), JoinPlan::Runs);
+                }
+                // Clustering keeps every value with its entity.
+                for (e, row) in &m {
+                    assert_eq!(w.get::<A>(*e).map(|x| x.0), row[0]);
+                    assert_eq!(w.get::<C>(*e).map(|x| x.0), row[2]);
+                    assert_eq!(w.get::<D>(*e).map(|x| x.0), row[3]);
                     assert_eq!(w.get::<E>(*e).map(|x| x.0), row[4]);
                 }
             }
@@ -551,4 +582,82 @@ fn aligned_items_outlive_the_walk() {
         assert_eq!(w.c.get(e).map(|c| c.0), Some(c));
         assert_eq!(c % 3, 0);
     }
+}
+
+/// Clustered pools: joins over any of them take the runs plan (external, internal and mixed
+/// iteration, shared and exclusive columns, a cluster of three joined two at a time), and a
+/// change of any one pool's keys sends its joins back to the other plans. Refusals: pools of
+/// two worlds, a packing group's pool, standalone pools.
+#[test]
+fn clustered_joins_zip_runs_until_a_pool_changes() {
+    let mut w = World::try_new(CAPACITY).unwrap();
+    let mut m = Model::new();
+    let mut handles = Vec::new();
+    for i in 0..(CAPACITY as u32 - 20) {
+        let mask = (i.wrapping_mul(0x9e37_79b9) >> 7) as u8 & 0b11100;
+        let e = w.spawn((C(i),)).unwrap();
+        w.remove::<C>(e).unwrap();
+        let mut row = [None; 5];
+        for k in 2..5u8 {
+            if mask & (1 << k) != 0 {
+                insert(&mut w, k, e, i + u32::from(k));
+                row[usize::from(k)] = Some(i + u32::from(k));
+            }
+        }
+        m.insert(e, row);
+        handles.push(e);
+    }
+    // Scatter the dense orders first: destroy every fifth entity.
+    for e in handles.iter().step_by(5) {
+        w.destroy(*e).unwrap();
+        m.remove(e);
+    }
+    assert_eq!(cluster((&mut w.c, &mut w.d, &mut w.e)), Ok(()));
+    for plan in [
+        join((&w.c, &w.d)).plan(),
+        join((&w.e, &w.c)).plan(),
+        join((&w.d, &w.e, &w.c)).plan(),
+    ] {
+        assert_eq!(plan, JoinPlan::Runs);
+    }
+    check_joins(&mut w, &m);
+    // Exclusive columns through the runs, every mode.
+    for mode in 0..3u8 {
+        let got = rows(join((&mut w.d, &w.c)), mode, |(e, (d, c))| {
+            d.0 = d.0.wrapping_add(c.0);
+            (e, vec![Some(c.0), Some(d.0)])
+        });
+        for row in m.values_mut() {
+            if let (Some(c), Some(d)) = (row[2], row[3]) {
+                row[3] = Some(d.wrapping_add(c));
+            }
+        }
+        assert_eq!(got, expected(&m, &[2, 3], &[], &[2, 3]), "mode {mode}");
+    }
+    check_joins(&mut w, &m);
+    // One pool changes its keys: its joins leave the runs plan and still match the model.
+    let e = *m.keys().find(|e| m[e][3].is_none()).unwrap();
+    w.insert(e, D(7)).unwrap();
+    m.get_mut(&e).unwrap()[3] = Some(7);
+    assert_ne!(join((&w.c, &w.d)).plan(), JoinPlan::Runs);
+    assert_eq!(
+        join((&w.c, &w.e)).plan(),
+        JoinPlan::Runs,
+        "c and e did not change"
+    );
+    check_joins(&mut w, &m);
+    // Pools of two worlds never cluster together; a packing group's pool is refused.
+    let mut other = World::try_new(8).unwrap();
+    assert_eq!(
+        cluster((&mut w.c, &mut other.d)),
+        Err(ClusterError::ForeignPool)
+    );
+    let ab = w.spawn((A(1), B(2))).unwrap();
+    assert_eq!(cluster((&mut w.a, &mut w.c)), Err(ClusterError::Grouped));
+    // Standalone pools may hold two incarnations of one slot: never clustered.
+    let mut reg = EntityRegistry::try_with_capacity(4).unwrap();
+    let mut p = ComponentPool::<u32>::try_new(&mut reg).unwrap();
+    let mut q = ComponentPool::<u32>::try_new(&mut reg).unwrap();
+    assert_eq!(cluster((&mut p, &mut q)), Err(ClusterError::Standalone));
+    assert!(w.contains::<A>(ab));
 }

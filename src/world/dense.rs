@@ -124,6 +124,35 @@ pub struct Index<'p> {
     pub(crate) layout: u64,
     /// Every entry is of a live entity (a world's pool).
     pub(crate) live: bool,
+    /// The pool's cluster stamp (see `ComponentPool`): 0, or shared only by pools clustered
+    /// together and unchanged since; then `runs` are its runs and `cluster_bit` its bit in
+    /// their signatures.
+    pub(crate) cluster: u64,
+    pub(crate) cluster_bit: u32,
+    pub(crate) runs: &'p [Run],
+}
+
+/// Most pools clustered together ([`cluster`](super::cluster)): a run's signature is a set
+/// of them.
+pub(crate) const MAX_CLUSTER: usize = 6;
+/// Most runs in a clustered pool: one per signature holding the pool's own bit.
+pub(crate) const MAX_RUNS: usize = 1 << (MAX_CLUSTER - 1);
+
+/// Entries `start..start + len` of a clustered pool: every entity held by exactly the pools of
+/// `sig` (bits of the cluster's pools), in slot order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub(crate) sig: u32,
+    pub(crate) start: u32,
+    pub(crate) len: u32,
+}
+
+impl Run {
+    pub(crate) const EMPTY: Run = Run {
+        sig: 0,
+        start: 0,
+        len: 0,
+    };
 }
 
 impl<'p> Index<'p> {
@@ -262,6 +291,53 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     #[inline(always)]
     pub(crate) fn holds_slot(&self, slot: u32) -> bool {
         member(self.bits, slot)
+    }
+
+    /// Puts the entries in order of their signature, then of their slot, and returns the
+    /// runs (ascending signature). An entry's signature is `own` plus the bit of every
+    /// `others` pool whose membership bitset holds its slot. The `r`-th entry of that order
+    /// is swapped into dense index `r`: each swap places one entry for good (`O(len)` swaps,
+    /// plus a pass over the bitset per signature). Entries outside `runs` cannot exist: each
+    /// member slot has exactly one signature.
+    pub(crate) fn sort_by_signature(
+        &mut self,
+        own: u32,
+        others: &[(u32, &[u64])],
+        runs: &mut [Run; MAX_RUNS],
+    ) -> usize {
+        let (mut r, mut n) = (0, 0);
+        let all = others.iter().fold(own, |a, &(bit, _)| a | bit);
+        // Ascending signatures, the same order in every pool of the cluster.
+        for sig in (1..=all).filter(|s| s & own != 0 && s & !all == 0) {
+            let start = r;
+            for w in 0..self.bits.len() {
+                let mut m = self.bits[w];
+                for &(bit, bits) in others {
+                    let o = bits.get(w).copied().unwrap_or(0);
+                    m &= if sig & bit != 0 { o } else { !o };
+                }
+                while m != 0 {
+                    let slot = (w * WORD_BITS + m.trailing_zeros() as usize) as u32;
+                    m &= m - 1;
+                    // Every member slot has an entry (bitset invariant), at an index `>= r`:
+                    // the entries below `r` are the slots placed before it.
+                    let Some(d) = self.find_slot(slot) else {
+                        broken_bitset(slot)
+                    };
+                    self.swap(r, d);
+                    r += 1;
+                }
+            }
+            if r > start {
+                runs[n] = Run {
+                    sig,
+                    start: start as u32,
+                    len: (r - start) as u32,
+                };
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Dense index of `key`.

@@ -11,16 +11,22 @@
 //!   through its diagonal or sparse entry; either way the key stored there is compared.
 //! - **Driver**: the smallest required pool is walked in dense order and every other pool is
 //!   probed by key. Chosen when that pool is small beside the slot range the bits would scan.
+//! - **Runs**: every column is required and all pools were clustered together and unchanged
+//!   since ([`cluster`](super::cluster)): each pool holds its entities in runs of one
+//!   signature, and the join zips the runs whose signature holds every column (an archetype
+//!   table's walk). Checked when built: each column's runs disjoint and within its rows, and
+//!   every visited run present with the same length in every column.
 //!
 //! Order: slot order under the bits plan, the dense order of the first pool under the aligned
-//! plan, the smallest pool's dense order under the driver plan; deterministic for a given
+//! plan, the smallest pool's dense order under the driver plan, ascending signature then slot
+//! under the runs plan; deterministic for a given
 //! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
 //! safety: every yielded index is confirmed against the key stored at it (the whole key, or
 //! for a world's pools, whose entries are all live, its slot) or is a rank (distinct bits of a
 //! word give distinct ranks), and a join never mixes the two ways (a join partly consumed with
 //! `next` keeps its way in `fold`).
 
-use super::dense::{Index, WORD_BITS};
+use super::dense::{Index, Run, WORD_BITS};
 use super::query::sealed::Sealed;
 use super::query::{IntoColumn, Role};
 use super::{EntityId, EntityKey};
@@ -57,6 +63,9 @@ pub enum JoinPlan {
     Bits,
     /// The smallest required pool walked in dense order, the others probed.
     Driver,
+    /// Pools clustered together ([`cluster`](super::cluster)): the runs of the signatures
+    /// holding every column, each a zip of slices.
+    Runs,
 }
 
 /// How a join walks its pools.
@@ -68,6 +77,9 @@ enum Plan {
     Bits,
     /// Dense rows `next..end` of the given (required) column.
     Driver(usize),
+    /// Runs of clustered pools: rows `next..end` of the current run, which starts at
+    /// `ranks[c]` in column `c`; `word` is the next run of column 0 to look at.
+    Runs,
 }
 
 /// A join iterator over a tuple of columns, yielding `(entity, (items...))` for every entity
@@ -83,7 +95,10 @@ pub struct Join<C> {
     ranked: bool,
     /// Some pool is slot-sorted (ranks can help).
     sorted: bool,
-    /// Aligned, driver: the next row. Bits: the next word.
+    /// Runs: the cluster bits of the columns (a run is visited when its signature holds
+    /// them all).
+    need: u32,
+    /// Aligned, driver, runs: the next row. Bits: the next word.
     next: usize,
     /// Aligned, driver: rows. Bits: words.
     end: usize,
@@ -151,6 +166,27 @@ fn dense_at<const RANK: bool>(
     }
 }
 
+/// The run of signature `sig` in a clustered column.
+#[inline]
+fn run_of(ix: &Index<'_>, sig: u32) -> Option<Run> {
+    ix.runs.iter().find(|r| r.sig == sig).copied()
+}
+
+/// Whether a column's runs are disjoint, ascending and within its rows, with distinct
+/// signatures (a clustered pool's are, by construction).
+fn runs_disjoint(ix: &Index<'_>) -> bool {
+    let (mut end, mut seen) = (0usize, 0u64);
+    for r in ix.runs {
+        let bit = 1u64.checked_shl(r.sig).unwrap_or(0);
+        if (r.start as usize) < end || bit == 0 || seen & bit != 0 {
+            return false;
+        }
+        seen |= bit;
+        end = r.start as usize + r.len as usize;
+    }
+    end <= ix.keys.len()
+}
+
 /// The membership word `w` of a column (0 past its bitset).
 #[inline(always)]
 fn word_of(ix: &Index<'_>, w: usize) -> u64 {
@@ -189,6 +225,18 @@ macro_rules! tuple_join {
                 let (mut foreign, mut aligned, mut layout, mut live) = (false, true, None, true);
                 let (mut ranked, mut sorted) = (true, false);
                 let (mut bound, mut driver, mut words, mut required) = (usize::MAX, 0, usize::MAX, 0);
+                let (mut clustered, mut cluster, mut need) = (true, None, 0u32);
+                $(
+                    let ix = columns.$i.index();
+                    // World pools only (`live`): a standalone pool's entry may be another
+                    // incarnation of a slot, which a run would pair by position.
+                    clustered &= matches!($c::ROLE, Role::Required)
+                        && ix.live
+                        && ix.owner == owner
+                        && ix.cluster != 0
+                        && *cluster.get_or_insert(ix.cluster) == ix.cluster;
+                    need |= ix.cluster_bit;
+                )+
                 $(
                     let ix = columns.$i.index();
                     live &= ix.live;
@@ -218,6 +266,8 @@ macro_rules! tuple_join {
                     (Plan::Driver(driver), 0)
                 } else if aligned {
                     (Plan::Aligned, bound)
+                } else if clustered && Self::runs_valid(&columns, need) {
+                    (Plan::Runs, 0)
                 } else if words.saturating_mul(required + 1) <= bound.saturating_mul(4 * required)
                     && (sorted || Self::matches(&columns, words) * 2 < bound)
                 {
@@ -236,6 +286,7 @@ macro_rules! tuple_join {
                     live,
                     ranked: ranked && live,
                     sorted,
+                    need,
                     next: 0,
                     end,
                     bound,
@@ -244,6 +295,42 @@ macro_rules! tuple_join {
                     words: [0; MAX_COLUMNS],
                     ranks: [0; MAX_COLUMNS],
                 }
+            }
+
+            /// Whether the clustered columns' runs can be zipped: each column's runs are
+            /// disjoint and within its rows, and every run of column 0 whose signature holds
+            /// `need` has a run of that signature and length in every column. Checked in every
+            /// build (a few compares per run): the walk's memory safety rests on it, not on
+            /// the stamps.
+            fn runs_valid(columns: &($($c,)+), need: u32) -> bool {
+                $( if !runs_disjoint(&columns.$i.index()) {
+                    return false;
+                } )+
+                let first = columns.0.index();
+                for run in first.runs.iter().filter(|r| r.sig & need == need) {
+                    $( if run_of(&columns.$i.index(), run.sig).map(|r| r.len) != Some(run.len) {
+                        return false;
+                    } )+
+                }
+                true
+            }
+
+            /// Moves to column 0's next run from `self.word` whose signature holds `need`:
+            /// each column's start in `ranks`, rows `0..end`. False when none is left.
+            fn next_run(&mut self) -> bool {
+                let first = self.columns.0.index();
+                while let Some(&run) = first.runs.get(self.word) {
+                    self.word += 1;
+                    if run.sig & self.need != self.need {
+                        continue;
+                    }
+                    $( self.ranks[$i] = run_of(&self.columns.$i.index(), run.sig)
+                        .map_or(0, |r| r.start as usize); )+
+                    self.next = 0;
+                    self.end = run.len as usize;
+                    return true;
+                }
+                false
             }
 
             /// The slots held by every required column in words `..words` (counted when
@@ -603,6 +690,7 @@ macro_rules! tuple_join {
                     Plan::Aligned => JoinPlan::Aligned,
                     Plan::Bits => JoinPlan::Bits,
                     Plan::Driver(_) => JoinPlan::Driver,
+                    Plan::Runs => JoinPlan::Runs,
                 }
             }
         }
@@ -636,6 +724,23 @@ macro_rules! tuple_join {
                         }
                         None
                     }
+                    Plan::Runs => loop {
+                        if self.next < self.end {
+                            let i = self.next;
+                            self.next += 1;
+                            let key = *self.columns.0.index().keys.get(self.ranks[0] + i)?;
+                            // SAFETY: row `ranks[c] + i` lies in the current run of column `c`
+                            // (`i < end`, its length), within the column's rows (`runs_valid`);
+                            // runs of distinct signatures are disjoint (`runs_valid`), each is
+                            // visited once (`word` only grows) and `i` only grows within it:
+                            // no row is fetched twice.
+                            let items = unsafe { ($(self.columns.$i.fetch(self.ranks[$i] + i),)+) };
+                            return Some((key.entity(self.owner), items));
+                        }
+                        if !self.next_run() {
+                            return None;
+                        }
+                    },
                     Plan::Bits => loop {
                         while self.matches == 0 {
                             if self.next >= self.end {
@@ -686,6 +791,7 @@ macro_rules! tuple_join {
                     Plan::Bits => (0, Some(self.bound)),
                     Plan::Aligned => (self.end - self.next, Some(self.end - self.next)),
                     Plan::Driver(_) => (0, Some(self.end - self.next)),
+                    Plan::Runs => (0, Some(self.columns.0.index().len())),
                 }
             }
 
@@ -717,6 +823,30 @@ macro_rules! tuple_join {
                         // SAFETY: every column's rows hold `n` values (above).
                         acc = unsafe { Self::aligned_walk(keys, owner, acc, &mut f, $(rows.$i,)+) };
                     }
+                    Plan::Runs => loop {
+                        let (start, n) = (self.next, self.end - self.next.min(self.end));
+                        if n > 0 {
+                            self.next = self.end;
+                            let keys = self.columns.0.index().keys;
+                            let Some(keys) = keys.get(self.ranks[0] + start..self.ranks[0] + start + n) else {
+                                return acc;
+                            };
+                            let keys: *const EntityKey = keys.as_ptr();
+                            // SAFETY: rows `ranks[c] + start..` of length `n` lie in the current
+                            // run of column `c`, within its rows (`runs_valid`); runs of distinct
+                            // signatures are disjoint and each is visited once, and `next` moved
+                            // past these rows: none of them is fetched otherwise.
+                            let rows = unsafe { ($(self.columns.$i.rows(self.ranks[$i] + start, n),)+) };
+                            // SAFETY: `keys` points to `n` keys of column 0's pool, which the
+                            // column borrows for its lifetime (`rows` does not touch keys).
+                            let keys = unsafe { core::slice::from_raw_parts(keys, n) };
+                            // SAFETY: every column's rows hold `n` values (above).
+                            acc = unsafe { Self::aligned_walk(keys, owner, acc, &mut f, $(rows.$i,)+) };
+                        }
+                        if !self.next_run() {
+                            break;
+                        }
+                    },
                     Plan::Driver(driver) => {
                         for i in self.next..end {
                             let columns = &mut self.columns;

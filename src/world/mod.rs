@@ -82,6 +82,7 @@ use crate::identity::{Handle, HandleTag};
 mod access;
 mod binding;
 mod checkpoint;
+mod cluster;
 mod commands;
 mod dense;
 mod duplicate;
@@ -115,6 +116,7 @@ pub use checkpoint::{
     digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
     ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
 };
+pub use cluster::{cluster, ClusterError, IntoCluster};
 pub use commands::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target};
 pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
 pub use durable_ops::{DurableError, DurableOps};

@@ -6,7 +6,7 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::dense::{words_for, DenseMut, Index, Order, Sparse, NO_ENTRY};
+use super::dense::{words_for, DenseMut, Index, Order, Run, Sparse, MAX_RUNS, NO_ENTRY};
 use super::owners::{EntityKey, Owners};
 use super::roster::MAX_GROUP_MEMBERS;
 use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
@@ -81,6 +81,14 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// registry (the release invariant), so two such pools holding a slot hold the same
     /// generation there.
     live: bool,
+    /// *Cluster stamp* ([`cluster`](super::cluster)): 0, or a stamp that only pools
+    /// clustered together share while none of them changed its keys since (reset with the
+    /// layout stamp by [`dense_mut`](Self::dense_mut)); then `runs[..run_count]` partition
+    /// the entries by signature, and `cluster_bit` is this pool's bit in the signatures.
+    cluster: u64,
+    cluster_bit: u32,
+    runs: [Run; MAX_RUNS],
+    run_count: usize,
 }
 
 impl<T: Pod> ComponentPool<T, Global> {
@@ -129,6 +137,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             order: Order::EMPTY,
             layout: 0,
             live: false,
+            cluster: 0,
+            cluster_bit: 0,
+            runs: [Run::EMPTY; MAX_RUNS],
+            run_count: 0,
         })
     }
 
@@ -192,6 +204,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             order: self.order,
             layout: self.layout,
             live: self.live,
+            cluster: self.cluster,
+            cluster_bit: self.cluster_bit,
+            runs: &self.runs[..self.run_count],
         }
     }
 
@@ -220,6 +235,40 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         dense.sort_by_slot();
         dense.finish();
         true
+    }
+
+    /// Sorts the entries by signature (`own` plus the bits of the `others` pools holding the
+    /// entity), then slot, and records the runs under the cluster `stamp` (see
+    /// [`cluster`](super::cluster), which checked the pools). At most `MAX_CLUSTER - 1`
+    /// others.
+    pub(crate) fn sort_by_signature(&mut self, own: u32, others: &[(u32, &[u64])], stamp: u64) {
+        let mut runs = [Run::EMPTY; MAX_RUNS];
+        let mut dense = self.dense_mut();
+        let n = dense.sort_by_signature(own, others, &mut runs);
+        dense.finish();
+        self.runs = runs;
+        self.run_count = n;
+        self.cluster_bit = own;
+        self.cluster = stamp;
+    }
+
+    /// The membership bitset (one bit per slot).
+    #[inline(always)]
+    pub(crate) fn member_bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// Whether a world bound this pool (every entry is of a live entity: the release
+    /// invariant).
+    #[inline(always)]
+    pub(crate) fn is_world_pool(&self) -> bool {
+        self.live
+    }
+
+    /// Whether this pool belongs to an owned group that packs entities.
+    #[inline(always)]
+    pub(crate) fn packs_a_group(&self) -> bool {
+        self.packed.iter().any(|&n| n > 0)
     }
 
     /// Whether some entry holds `slot` (any generation): its membership bit.
@@ -313,6 +362,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             order: self.order,
             layout: self.layout,
             live: self.live,
+            cluster: self.cluster,
+            cluster_bit: self.cluster_bit,
+            runs: &self.runs[..self.run_count],
         };
         (index, &mut self.values)
     }
@@ -454,6 +506,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     #[inline(always)]
     fn dense_mut(&mut self) -> DenseMut<'_, T, A> {
         self.layout = 0;
+        self.cluster = 0;
         DenseMut::new(
             self.capacity,
             &mut self.keys,

@@ -93,6 +93,9 @@ fn no_index<'p>(owner: OwnerToken) -> Index<'p> {
         order: Order::EMPTY,
         layout: 0,
         live: true,
+        cluster: 0,
+        cluster_bit: 0,
+        runs: &[],
     }
 }
 
