@@ -33,6 +33,7 @@ macro_rules! group {
     ($c:expr, $name:literal, joins::$w:ident) => {{
         let mut g = $c.benchmark_group($name);
         bench::<joins::ludus::$w, _>(&mut g, "ludus");
+        bench::<joins::ludus_clustered::$w, _>(&mut g, "ludus_clustered");
         bench::<joins::raw::$w, _>(&mut g, "raw");
         bench::<joins::hecs::$w, _>(&mut g, "hecs");
         bench::<joins::bevy::$w, _>(&mut g, "bevy");

@@ -60,6 +60,7 @@ macro_rules! contenders {
     (joins; $w:ident) => {
         vec![
             boxed::<joins::ludus::$w>("ludus"),
+            boxed::<joins::ludus_clustered::$w>("ludus_clustered"),
             boxed::<joins::raw::$w>("raw"),
             boxed::<joins::hecs::$w>("hecs"),
             boxed::<joins::bevy::$w>("bevy"),

@@ -41,6 +41,7 @@ macro_rules! dispatch {
     ($contender:expr, joins::$w:ident, $n:expr) => {
         match $contender {
             "ludus" => spin::<joins::ludus::$w>($n),
+            "ludus_clustered" => spin::<joins::ludus_clustered::$w>($n),
             "raw" => spin::<joins::raw::$w>($n),
             "hecs" => spin::<joins::hecs::$w>($n),
             "bevy" => spin::<joins::bevy::$w>($n),

@@ -227,6 +227,10 @@ macro_rules! all_contenders {
         vec![
             ("raw", checksum_of::<joins::raw::$w>()),
             ("ludus", checksum_of::<joins::ludus::$w>()),
+            (
+                "ludus_clustered",
+                checksum_of::<joins::ludus_clustered::$w>(),
+            ),
             ("hecs", checksum_of::<joins::hecs::$w>()),
             ("bevy", checksum_of::<joins::bevy::$w>()),
             ("shipyard", checksum_of::<joins::shipyard::$w>()),

@@ -21,7 +21,7 @@ use crate::Digest;
 pub struct State(JoinWorld);
 
 impl State {
-    fn build(shape: Shape) -> Self {
+    pub(crate) fn build(shape: Shape) -> Self {
         let mut w = JoinWorld::try_new(JOIN_N).unwrap();
         for i in 0..JOIN_N {
             // Each entity spawned with its whole bundle, as a user would.
@@ -40,20 +40,24 @@ impl State {
         w.end_structural();
         Self(w)
     }
-    fn run2(&mut self) {
+    /// The world.
+    pub(crate) fn world_mut(&mut self) -> &mut JoinWorld {
+        &mut self.0
+    }
+    pub(crate) fn run2(&mut self) {
         let w = &mut self.0;
         join((&mut w.position, &w.velocity)).for_each(|(_, (p, v))| step2(p, v));
     }
-    fn run3(&mut self) {
+    pub(crate) fn run3(&mut self) {
         let w = &mut self.0;
         join((&mut w.position, &w.velocity, &w.data)).for_each(|(_, (p, v, d))| step3(p, v, d));
     }
-    fn run4(&mut self) {
+    pub(crate) fn run4(&mut self) {
         let w = &mut self.0;
         join((&mut w.position, &w.velocity, &w.data, &w.rotation))
             .for_each(|(_, (p, v, d, r))| step4(p, v, d, r));
     }
-    fn digest(&self) -> u64 {
+    pub(crate) fn digest(&self) -> u64 {
         let mut d = Digest::default();
         self.0.position.values().iter().for_each(|p| d.add_pod(p));
         d.0

@@ -16,6 +16,7 @@
 pub mod bevy;
 pub mod hecs;
 pub mod ludus;
+pub mod ludus_clustered;
 pub mod raw;
 pub mod shipyard;
 pub mod sparsey;
