@@ -62,6 +62,8 @@ pub(crate) mod sealed {
 /// Orders `pools` (a tuple of 2 to 6 `&mut` pools of one world) by signature, then slot, so
 /// that joins over any of them take the runs plan until one of them changes its keys (module
 /// docs). `O(len)` swaps per pool plus one pass over its bitset per signature; no allocation.
+/// Pools already clustered together in this order and unchanged since are left as they are
+/// (a few compares), so calling it every frame costs nothing while nothing changed.
 /// Not a membership change: allowed in every phase, handles stay valid.
 ///
 /// # Examples
@@ -99,6 +101,7 @@ trait Clusterable {
     fn owner(&self) -> u64;
     fn packs_a_group(&self) -> bool;
     fn is_world_pool(&self) -> bool;
+    fn cluster_id(&self) -> (u64, u32, u32);
     fn member_bits(&self) -> &[u64];
     fn sort_by_signature(&mut self, own: u32, others: &[(u32, &[u64])], stamp: u64);
 }
@@ -112,6 +115,9 @@ impl<T: Pod, A: Allocator + Clone> Clusterable for ComponentPool<T, A> {
     }
     fn is_world_pool(&self) -> bool {
         ComponentPool::is_world_pool(self)
+    }
+    fn cluster_id(&self) -> (u64, u32, u32) {
+        ComponentPool::cluster_id(self)
     }
     fn member_bits(&self) -> &[u64] {
         ComponentPool::member_bits(self)
@@ -133,6 +139,17 @@ fn cluster_dyn(pools: &mut [&mut dyn Clusterable]) -> Result<(), ClusterError> {
     }
     if pools.iter().any(|p| p.packs_a_group()) {
         return Err(ClusterError::Grouped);
+    }
+    // Already clustered, in this order, and unchanged since: nothing to do.
+    let all = (1u32 << pools.len()) - 1;
+    let stamp = pools.first().map_or(0, |p| p.cluster_id().0);
+    if stamp != 0
+        && pools
+            .iter()
+            .enumerate()
+            .all(|(i, p)| p.cluster_id() == (stamp, 1 << i, all))
+    {
+        return Ok(());
     }
     // Unique in the process, so no two clusterings share a stamp (a join trusts a shared
     // stamp to mean one clustering of its pools).

@@ -87,6 +87,8 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// the entries by signature, and `cluster_bit` is this pool's bit in the signatures.
     cluster: u64,
     cluster_bit: u32,
+    /// The bits of every pool of the cluster.
+    cluster_all: u32,
     runs: [Run; MAX_RUNS],
     run_count: usize,
 }
@@ -139,6 +141,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             live: false,
             cluster: 0,
             cluster_bit: 0,
+            cluster_all: 0,
             runs: [Run::EMPTY; MAX_RUNS],
             run_count: 0,
         })
@@ -249,7 +252,14 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.runs = runs;
         self.run_count = n;
         self.cluster_bit = own;
+        self.cluster_all = others.iter().fold(own, |a, &(bit, _)| a | bit);
         self.cluster = stamp;
+    }
+
+    /// The cluster stamp (0: none), this pool's bit and the bits of its whole cluster.
+    #[inline(always)]
+    pub(crate) fn cluster_id(&self) -> (u64, u32, u32) {
+        (self.cluster, self.cluster_bit, self.cluster_all)
     }
 
     /// The membership bitset (one bit per slot).
