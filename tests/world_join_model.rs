@@ -626,7 +626,11 @@ fn clustered_joins_zip_runs_until_a_pool_changes() {
     assert_eq!(join((&w.c, &w.e)).plan(), JoinPlan::Runs);
     assert_eq!(cluster((&mut w.e, &mut w.d)), Ok(()));
     assert_eq!(join((&w.d, &w.e)).plan(), JoinPlan::Runs);
-    assert_ne!(join((&w.c, &w.d)).plan(), JoinPlan::Runs, "c is of the older cluster");
+    assert_ne!(
+        join((&w.c, &w.d)).plan(),
+        JoinPlan::Runs,
+        "c is of the older cluster"
+    );
     check_joins(&mut w, &m);
     assert_eq!(cluster((&mut w.c, &mut w.d, &mut w.e)), Ok(()));
     // Exclusive columns through the runs, every mode.
