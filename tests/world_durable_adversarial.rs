@@ -12,7 +12,9 @@ use ludus::identity::{
     EntropyError, EntropySource, InstanceId, PersistentObjectKey, SourceObjectId,
 };
 use ludus::prelude::*;
-use ludus::world::{EntityRegistry, NoCatalog, WorldBindingTable};
+use ludus::world::{
+    ActivationError, CandidateRejection, EntityRegistry, NoCatalog, WorldBindingTable,
+};
 
 /// A position.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -304,4 +306,184 @@ fn a_roster_switching_pairs_mid_duplicate_publishes_no_foreign_binding() {
         w.resolve_batch(&keys, &mut batch).unwrap();
         assert_eq!(batch, [Some(e)]);
     }
+}
+
+/// Something a [`Hook`] does to its world from inside a `durable_parts` call.
+type Action = Box<dyn FnMut(&mut Level)>;
+
+/// A hand-written roster over a `Level` that runs scripted world operations inside its
+/// `durable_parts` (user code called in the middle of every world operation), or hands out a
+/// spare, disabled durable part at chosen calls.
+struct Hook {
+    inner: Level,
+    spare: ludus::world::ReadOnly<ludus::world::Durable>,
+    calls: u32,
+    /// (call number, action).
+    actions: Vec<(u32, Action)>,
+    /// Calls that hand out the spare part.
+    dodge: Vec<u32>,
+}
+
+impl ludus::world::Roster for Hook {
+    type Alloc = ludus::world::__private::Global;
+    type Components = <Level as ludus::world::Roster>::Components;
+    type Groups = <Level as ludus::world::Roster>::Groups;
+    type Refs = <Level as ludus::world::Roster>::Refs;
+    const NAMES: &'static [&'static str] = <Level as ludus::world::Roster>::NAMES;
+    fn durable_parts(&mut self) -> ludus::world::DurableParts<'_, Self> {
+        self.calls += 1;
+        let n = self.calls;
+        let (due, kept): (Vec<_>, Vec<_>) = self.actions.drain(..).partition(|(at, _)| *at == n);
+        self.actions = kept;
+        for (_, mut act) in due {
+            act(&mut self.inner);
+        }
+        if self.dodge.contains(&n) {
+            let (r, _, p) = self.inner.durable_parts();
+            return (r, &mut self.spare, p);
+        }
+        self.inner.durable_parts()
+    }
+    fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
+        self.inner.parts_ref()
+    }
+    fn durable_ref(&self) -> &ludus::world::Durable {
+        self.inner.durable_ref()
+    }
+}
+
+fn hook(capacity: usize) -> Hook {
+    Hook {
+        inner: level(capacity),
+        spare: ludus::world::ReadOnly::try_new_durable(
+            capacity,
+            None,
+            ludus::world::__private::Global,
+        )
+        .unwrap(),
+        calls: 0,
+        actions: Vec::new(),
+        dodge: Vec::new(),
+    }
+}
+
+/// Every binding names a live entity, `len` counts exactly the bindings, and the outliner
+/// (a depth-first walk) ends: what no roster may break.
+fn sound(w: &Level, what: &str) {
+    let t = w.durable.bindings();
+    assert_eq!(t.len(), t.iter().count(), "{what}: len");
+    for (k, e, _) in t.iter() {
+        assert!(w.registry.is_alive(e), "{what}: {k} names a dead {e:?}");
+        assert_eq!(w.resolve(&k), Resolution::Resolved(e), "{what}");
+    }
+    // A cycle would make the walk run past every live entity (or never end).
+    assert!(
+        w.outliner().take(64).count() <= w.registry.len(),
+        "{what}: outliner"
+    );
+}
+
+/// Found by a review: a roster that parented the source under its own copy between the
+/// creates and the publication made the copy its own parent (a cycle the outliner and
+/// `destroy_subtree` never left). The publication now refuses when a copy is no longer blank,
+/// and the copies are destroyed.
+#[test]
+fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
+    for call in 1..10 {
+        let mut h = hook(8);
+        let e = h.inner.create().unwrap();
+        h.inner.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+        let at = h.calls + call;
+        h.actions.push((
+            at,
+            Box::new(move |g: &mut Level| {
+                let copy = (0..8)
+                    .filter_map(|s| g.registry.live_at(s))
+                    .find(|c| *c != e);
+                if let Some(copy) = copy {
+                    g.set_parent(e, Some(copy)).unwrap();
+                }
+            }),
+        ));
+        let mut out = [EntityId::NULL];
+        let done = h.duplicate(&[e], &mut SeqEntropy::new(5), &mut out);
+        h.actions.clear();
+        sound(&h.inner, &format!("call {call}"));
+        if done.is_ok() {
+            assert_ne!(h.inner.parent(out[0]).unwrap(), Some(out[0]), "call {call}");
+        } else {
+            assert!(!h.inner.registry.is_alive(out[0]), "call {call}: copy left");
+        }
+    }
+}
+
+/// Found by a review: a reservation left behind (the roster handed the panic handler's cleanup
+/// a disabled part) was dropped as stale by a later activation of its key, which uncounted a
+/// binding `len` never counted (a debug build then panicked inside `destroy`; a release build
+/// wrapped). Now the activation is refused (`KeyReserved`) and the next duplicate releases the
+/// leftover reservations first.
+#[test]
+fn a_leftover_reservation_is_never_dropped_as_stale() {
+    /// Mints from fixed bytes; panics on its second fill.
+    struct Once(u32);
+    impl EntropySource for Once {
+        fn fill(&mut self, dest: &mut [u8]) -> Result<(), EntropyError> {
+            self.0 += 1;
+            if self.0 == 2 {
+                panic!("entropy panic");
+            }
+            SeqEntropy::new(9).fill(dest)
+        }
+    }
+    // The key the first fill mints.
+    let mut bytes = [0u8; 16];
+    SeqEntropy::new(9).fill(&mut bytes).unwrap();
+    let minted =
+        SourceObjectId::from_uuid(uuid::Builder::from_random_bytes(bytes).into_uuid()).unwrap();
+    let reserved = PersistentObjectKey::new(key(1, 1).instance, minted);
+    let mut leftovers = 0;
+    for dodge in 1..12 {
+        let mut h = hook(8);
+        let e = h.inner.create().unwrap();
+        let f = h.inner.create().unwrap();
+        h.inner
+            .activate(&[Activation::new(e, key(1, 1)), Activation::new(f, key(1, 2))])
+            .unwrap();
+        h.dodge = vec![h.calls + dodge];
+        let mut out = [EntityId::NULL; 2];
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            h.duplicate(&[e, f], &mut Once(0), &mut out)
+        }));
+        h.dodge.clear();
+        sound(&h.inner, &format!("dodge {dodge}"));
+        if let Ok(refused) = r {
+            // The spare part went to a call before the mint: refused, nothing reserved.
+            assert!(refused.is_err(), "dodge {dodge}");
+            continue;
+        }
+        let x = h.inner.create().unwrap();
+        match h.inner.activate(&[Activation::new(x, reserved)]) {
+            Err(DurableError::Activation(ActivationError::Candidate {
+                reason: CandidateRejection::KeyReserved,
+                ..
+            })) => leftovers += 1,
+            other => assert!(other.is_ok(), "dodge {dodge}: {other:?}"),
+        }
+        sound(&h.inner, &format!("dodge {dodge}: activation"));
+        // A later duplicate starts clean, and destroying everything never underflows.
+        let mut one = [EntityId::NULL];
+        h.duplicate(&[e], &mut SeqEntropy::new(21), &mut one)
+            .unwrap_or_else(|err| panic!("dodge {dodge}: {err}"));
+        sound(&h.inner, &format!("dodge {dodge}: a later duplicate"));
+        for s in 0..8 {
+            if let Some(x) = h.inner.registry.live_at(s) {
+                h.inner.destroy(x).unwrap();
+            }
+        }
+        assert_eq!(h.inner.durable.bindings().len(), 0, "dodge {dodge}");
+    }
+    assert!(
+        leftovers > 0,
+        "no dodge left a reservation behind: the test tests nothing"
+    );
 }

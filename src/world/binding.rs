@@ -89,6 +89,10 @@ pub enum CandidateRejection {
         /// Its current key.
         existing: PersistentObjectKey,
     },
+    /// The key is reserved by a duplication in progress (only a hand-written roster that
+    /// activates from inside a duplication meets it).
+    #[error("key reserved by a duplication in progress")]
+    KeyReserved,
     /// An earlier candidate of the same batch has the same key.
     #[error("key repeats candidate {first}")]
     DuplicateKey {
@@ -764,6 +768,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Probe::Vacant(i) => break i,
                 Probe::Limit => return Err(CandidateRejection::ProbeLimit),
                 Probe::Found(i, _) => {
+                    // A reservation (its slot is past every slot): counted nowhere, and its
+                    // duplication will publish or release it; never dropped as stale here.
+                    if self.entry(i).slot as usize >= self.reverse.len() {
+                        return Err(CandidateRejection::KeyReserved);
+                    }
                     let existing = self.entity_at(self.entry(i));
                     if !registry.is_alive(existing) {
                         // Stale: drop it (a removal: the revision advances) and probe again
@@ -855,6 +864,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             }
             _ => false,
         }
+    }
+
+    /// Whether every reservation still sits where `reserve` put it (nothing removed or moved
+    /// an entry of the table since: see `publish_scratch`).
+    pub(crate) fn scratch_intact(&self) -> bool {
+        self.scratch.iter().enumerate().all(|(k, &(_, i))| {
+            let i = i as usize;
+            i < self.groups.len() * GROUP && self.entry(i).slot == u32::MAX - k as u32
+        })
     }
 
     /// Whether no key is reserved.

@@ -117,7 +117,18 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
         duplicate_in(world, selection, entropy, out, &mut created)
     }));
     match attempt {
-        Ok(result) => result,
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => {
+            // Refused after the copies were created: only a hand-written roster that changed
+            // the world from inside the duplication gets here (the checks before the creates
+            // cover everything else). The reservations were released; the copies go too.
+            if created {
+                for &copy in out.iter() {
+                    let _ = world.destroy(copy);
+                }
+            }
+            Err(e)
+        }
         Err(panic) => {
             if let Ok((_, durable)) = enabled_mut(world) {
                 durable.bindings.abandon_scratch(0);
@@ -153,6 +164,11 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
     }
     let (registry, durable) = enabled_mut(world)?;
     registry.check_phase()?;
+    // Reservations left by an attempt whose cleanup a hand-written roster dodged (it handed
+    // the panic handler a disabled part) are released before this one reserves.
+    if !durable.bindings.scratch_is_empty() {
+        durable.bindings.abandon_scratch(0);
+    }
     durable.next_epoch();
     let (mut bound, mut name_bytes) = (0usize, 0usize);
     for (i, &e) in selection.iter().enumerate() {
@@ -253,7 +269,16 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
     // (self-consistent) pair for the creates or the mints would otherwise get bindings,
     // names and parents here for slots of another registry (a world's own table trusts its
     // bindings to be live), or count reservations it does not hold.
-    if durable.bindings.scratch_len() != bound || !out.iter().all(|&d| registry.is_alive(d)) {
+    // And the roster, which runs user code at every call, must not have changed what the
+    // publication relies on: every reservation where it was made (an activation or removal
+    // in between could move or drop one), and the copies still blank (a parent or child
+    // linked to a copy could close a cycle once the copies take their parents).
+    if durable.bindings.scratch_len() != bound
+        || !durable.bindings.scratch_intact()
+        || !out
+            .iter()
+            .all(|&d| registry.is_alive(d) && !durable.hierarchy.has_links(d.slot()))
+    {
         durable.bindings.abandon_scratch(0);
         return Err(WorldError::ForeignPool.into());
     }
