@@ -17,8 +17,9 @@
 //! only the matching rows are read. The pools share a *cluster stamp*, unique in the process
 //! (drawn from the owner-token source), that any change of a pool's keys (insert, remove,
 //! destroy, spawn, sort) resets to 0 in that pool, so a join over a changed pool falls back
-//! to the other plans until the next `cluster`. Values may change freely through `values_mut`, `get_mut` and joins (an
-//! `insert`, even one that replaces a value, counts as a key change).
+//! to the other plans until the next `cluster`. Values may change freely through
+//! `values_mut`, `get_mut` and joins (an `insert`, even one that replaces a value, counts as
+//! a key change).
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
 //! within the rows, one run of each signature, equal lengths across columns) when it is built.

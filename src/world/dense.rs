@@ -316,17 +316,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                     let o = bits.get(w).copied().unwrap_or(0);
                     m &= if sig & bit != 0 { o } else { !o };
                 }
-                while m != 0 {
-                    let slot = (w * WORD_BITS + m.trailing_zeros() as usize) as u32;
-                    m &= m - 1;
-                    // Every member slot has an entry (bitset invariant), at an index `>= r`:
-                    // the entries below `r` are the slots placed before it.
-                    let Some(d) = self.find_slot(slot) else {
-                        broken_bitset(slot)
-                    };
-                    self.swap(r, d);
-                    r += 1;
-                }
+                r = self.place_members(w, m, r);
             }
             if r > start {
                 runs[n] = Run {
@@ -630,20 +620,28 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     pub(crate) fn sort_by_slot(&mut self) {
         let mut r = 0;
         for w in 0..self.bits.len() {
-            let mut word = self.bits[w];
-            while word != 0 {
-                let slot = (w * WORD_BITS + word.trailing_zeros() as usize) as u32;
-                word &= word - 1;
-                // Every member slot has an entry (bitset invariant); its index is `>= r`
-                // since the entries below `r` hold smaller slots.
-                let Some(d) = self.find_slot(slot) else {
-                    broken_bitset(slot)
-                };
-                self.swap(r, d);
-                r += 1;
-            }
+            r = self.place_members(w, self.bits[w], r);
         }
         self.order.sorted = true;
+    }
+
+    /// Swaps the entries of the member slots set in `m` (a subset of membership word `w`)
+    /// into dense indices `r..`, in bit order, and returns the next index. The caller placed
+    /// exactly the entries below `r`, so every other entry sits at an index `>= r` and each
+    /// swap places one entry for good.
+    #[inline(always)]
+    fn place_members(&mut self, w: usize, mut m: u64, mut r: usize) -> usize {
+        while m != 0 {
+            let slot = (w * WORD_BITS + m.trailing_zeros() as usize) as u32;
+            m &= m - 1;
+            // Every member slot has an entry (bitset invariant).
+            let Some(d) = self.find_slot(slot) else {
+                broken_bitset(slot)
+            };
+            self.swap(r, d);
+            r += 1;
+        }
+        r
     }
 
     /// Records that `slot`'s entry sits at dense index `i` (off its diagonal).

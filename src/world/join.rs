@@ -324,8 +324,19 @@ macro_rules! tuple_join {
                     if run.sig & self.need != self.need {
                         continue;
                     }
-                    $( self.ranks[$i] = run_of(&self.columns.$i.index(), run.sig)
-                        .map_or(0, |r| r.start as usize); )+
+                    // Every column has a run of this signature and length (`runs_valid`);
+                    // checked again here, a compare per run, so the walk never rests on a
+                    // default start.
+                    let mut starts = [0usize; MAX_COLUMNS];
+                    let mut found = true;
+                    $( match run_of(&self.columns.$i.index(), run.sig) {
+                        Some(r) if r.len == run.len => starts[$i] = r.start as usize,
+                        _ => found = false,
+                    } )+
+                    if !found {
+                        continue;
+                    }
+                    self.ranks = starts;
                     self.next = 0;
                     self.end = run.len as usize;
                     return true;

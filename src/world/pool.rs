@@ -228,7 +228,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// group that packs entities (its prefix order belongs to the group). Not a membership
     /// change: allowed in every phase, handles stay valid.
     pub fn sort_by_slot(&mut self) -> bool {
-        if self.packed.iter().any(|&n| n > 0) {
+        if self.packs_a_group() {
             return false;
         }
         if self.order.sorted {
