@@ -1,7 +1,7 @@
 //! The runnable tour of ludus (the README's main job).
 //!
 //! Walks through durable ids, runtime handles, allocation domains, the scratch arena, a small
-//! world with systems and a command-buffer commit, durable identity in a level (bind,
+//! world with systems, a command-buffer commit and clustered joins, durable identity in a level (bind,
 //! resolve, unload, reload, duplicate), persistent spawn, and content (save a level as a
 //! version-2 World record, restore it into a fresh world), printing what happens and how long
 //! it took.
@@ -16,7 +16,7 @@ use ludus::identity::{
 };
 use ludus::memory::{AllocationDomain, DomainAllocator, LinearArena};
 use ludus::prelude::*;
-use ludus::world::{opt, without};
+use ludus::world::{cluster, opt, without};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable, Serialize, Deserialize)]
@@ -271,6 +271,55 @@ ludus::world! {
     groups { moving(position: Position, velocity: Velocity) }
 }
 
+/// Section 4, last part: two ungrouped pools put in one shared order by `cluster`, so a join
+/// over them zips runs of equal entities (an archetype table's walk) instead of probing; a key
+/// change of either pool sends its joins back to probing until the next `cluster`.
+fn clustered_join() -> Result<(), Box<dyn std::error::Error>> {
+    const N: usize = 50_000;
+    let mut level = Level::try_new(N)?;
+    let mut all = Vec::with_capacity(N);
+    for i in 0..N {
+        all.push(level.spawn((Position {
+            x: i as f32,
+            y: 0.0,
+        },))?);
+    }
+    // A third of them follow another entity, inserted in an order unrelated to the slots.
+    for i in (0..N).filter(|i| i % 3 == 0).rev() {
+        level.insert(all[i], Follow { target: all[i / 2] })?;
+    }
+    level.end_structural();
+    let checksum = |l: &Level| {
+        join((&l.position, &l.follow))
+            .map(|(e, (p, f))| u64::from(e.slot() ^ f.target.slot()) + p.x as u64)
+            .sum::<u64>()
+    };
+    let before = join((&level.position, &level.follow)).plan();
+    let probed = timed("join position × follow, pools in their own orders", || {
+        checksum(&level)
+    });
+    timed(
+        "cluster((position, follow)): one shared order, by membership",
+        || cluster((&mut level.position, &mut level.follow)),
+    )?;
+    let after = join((&level.position, &level.follow)).plan();
+    let zipped = timed("the same join over the clustered pools", || {
+        checksum(&level)
+    });
+    println!(
+        "  clustered join: {before:?} plan → {after:?} plan, same result: {}",
+        probed == zipped
+    );
+    level.begin_structural();
+    level.remove::<Follow>(all[0])?;
+    level.end_structural();
+    println!(
+        "  after a removal from follow: {:?} plan until the next cluster",
+        join((&level.position, &level.follow)).plan()
+    );
+    Ok(())
+}
+
 /// A system generic over any world that stores positions and velocities: several pools at once,
 /// by type (compiles to field accesses).
 fn drift<W: WorldOps + Stores<Position> + Stores<Velocity>>(world: &mut W) -> usize {
@@ -452,6 +501,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  stopped {stopped} movers; the moving group now holds {}",
         game.moving().0.len()
     );
+    clustered_join()?;
 
     println!("\n== 5. scratch memory: a fixed arena over caller bytes, scopes rewind on exit");
     let mut bytes = vec![0u8; 64 * 1024];

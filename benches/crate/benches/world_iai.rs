@@ -5,7 +5,7 @@ use ludus::world::WorldOps;
 use std::hint::black_box;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use ludus::world::{ComponentPool, EntityRegistry};
+use ludus::world::{cluster, join, ComponentPool, EntityRegistry, JoinPlan};
 use ludus::EntityId;
 
 const N: usize = 1_000;
@@ -248,11 +248,71 @@ fn respawn((mut w, _ids): (Pair, Vec<EntityId>)) -> usize {
     w.a.len()
 }
 
+/// Every entity in `a`; every other one also in `b`, inserted last to first (so `b`'s dense
+/// order is not `a`'s).
+fn pair_half() -> Pair {
+    let (mut w, ids) = pair_with_a();
+    for &e in ids.iter().step_by(2).rev() {
+        w.insert(e, Rotation([2.0; 3])).unwrap();
+    }
+    w
+}
+
+/// `pair_half` with its pools in their own orders: the bits plan (`a` is in slot order, so
+/// its rows are found by rank; `b`'s are probed).
+fn pair_probed() -> Pair {
+    let w = pair_half();
+    assert_eq!(join((&w.a, &w.b)).plan(), JoinPlan::Bits);
+    w
+}
+
+/// `pair_half` clustered: the runs plan.
+fn pair_clustered() -> Pair {
+    let mut w = pair_half();
+    cluster((&mut w.a, &mut w.b)).unwrap();
+    assert_eq!(join((&w.a, &w.b)).plan(), JoinPlan::Runs);
+    w
+}
+
+/// Both pools spawned together: the aligned plan.
+fn pair_aligned() -> Pair {
+    let mut w = Pair::try_new(N).unwrap();
+    for _ in 0..N {
+        w.spawn((Position([1.0; 3]), Rotation([2.0; 3]))).unwrap();
+    }
+    assert_eq!(join((&w.a, &w.b)).plan(), JoinPlan::Aligned);
+    w
+}
+
+/// The join the three `join_*` rows time: `a += b` over the entities in both.
+fn join_ab(w: &mut Pair) -> f32 {
+    join((&mut w.a, &w.b)).for_each(|(_, (a, b))| a.0[0] += b.0[0]);
+    w.a.values()[0].0[0]
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_probed)]
+fn join_probed(mut w: Pair) -> f32 {
+    black_box(join_ab(black_box(&mut w)))
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_clustered)]
+fn join_runs(mut w: Pair) -> f32 {
+    black_box(join_ab(black_box(&mut w)))
+}
+
+#[library_benchmark]
+#[bench::n1000(setup = pair_aligned)]
+fn join_aligned(mut w: Pair) -> f32 {
+    black_box(join_ab(black_box(&mut w)))
+}
+
 library_benchmark_group!(
     name = world;
     benchmarks = create, release, is_alive, insert, remove, insert_batch, remove_batch,
         remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy, world_insert, world_remove,
-        respawn
+        respawn, join_probed, join_runs, join_aligned
 );
 
 main!(library_benchmark_groups = world);
