@@ -442,6 +442,54 @@ macro_rules! tuple_join {
                 Some((key.entity(owner), unsafe { ($(columns.$i.fetch(d.$i),)+) }))
             }
 
+            /// The driver plan's fold with the driver column `D` known at compile time and its
+            /// keys read as one slice.
+            #[inline(always)]
+            fn fold_driver<const D: usize, Acc, F>(&mut self, mut acc: Acc, f: &mut F) -> Acc
+            where
+                F: FnMut(Acc, (EntityId, ($(<$c as Sealed>::Item,)+))) -> Acc,
+            {
+                let (owner, start, end) = (self.owner, self.next, self.end);
+                let keys = match D {
+                    $( $i => self.columns.$i.index().keys, )+
+                    _ => &[],
+                };
+                let Some(keys) = keys.get(start..end) else {
+                    return acc;
+                };
+                let (ptr, n) = (keys.as_ptr(), keys.len());
+                self.next = end;
+                // SAFETY: `ptr` points to `n` keys of column `D`'s pool, which the column
+                // borrows for its lifetime; fetching values does not touch keys.
+                let keys = unsafe { core::slice::from_raw_parts(ptr, n) };
+                for (j, &key) in keys.iter().enumerate() {
+                    let i = start + j;
+                    let d = ($(
+                        {
+                            let ix = self.columns.$i.index();
+                            match $c::ROLE {
+                                Role::Required if D == $i => i,
+                                Role::Required => match ix.dense_of_key_near(key, i) {
+                                    Some(d) => d,
+                                    None => continue,
+                                },
+                                Role::Optional => ix.dense_of_key_near(key, i).unwrap_or(usize::MAX),
+                                Role::Excluded => match ix.dense_of_key_near(key, i) {
+                                    Some(_) => continue,
+                                    None => 0,
+                                },
+                            }
+                        },
+                    )+);
+                    // SAFETY: `i < end`, the driver's length; each required or present
+                    // optional index holds `key` (compared), and driver rows are distinct
+                    // entities, each visited once (`next` moved past them).
+                    let items = unsafe { ($(self.columns.$i.fetch(d.$i),)+) };
+                    acc = f(acc, (key.entity(owner), items));
+                }
+                acc
+            }
+
             /// The item of slot `w * 64 + b`, set in every required column's word (bits plan).
             /// With `live` (world pools: one live generation per slot) only the slot of an
             /// index is confirmed, and none is for an index found by rank (`RANK`, sorted
@@ -859,14 +907,10 @@ macro_rules! tuple_join {
                         }
                     },
                     Plan::Driver(driver) => {
-                        for i in self.next..end {
-                            let columns = &mut self.columns;
-                            // SAFETY: `i < end`, each row once.
-                            let item = unsafe { Self::driver_item(columns, owner, driver, i) };
-                            if let Some(item) = item {
-                                acc = f(acc, item);
-                            }
-                        }
+                        acc = match driver {
+                            $( $i => self.fold_driver::<$i, _, _>(acc, &mut f), )+
+                            _ => acc,
+                        };
                     }
                     Plan::Bits => {
                         // One way to find indices per join: a join `next` already advanced

@@ -266,6 +266,21 @@ fn pair_probed() -> Pair {
     w
 }
 
+/// `pair_half` with `a`'s entries of every other entity removed and put back last to first:
+/// neither pool in slot order, so the smaller (`b`) drives and probes `a` (driver plan).
+fn pair_driven() -> Pair {
+    let mut w = pair_half();
+    let ids: Vec<EntityId> = w.a.owners().iter().step_by(2).collect();
+    for &e in &ids {
+        w.remove::<Position>(e).unwrap();
+    }
+    for &e in ids.iter().rev() {
+        w.insert(e, Position([1.0; 3])).unwrap();
+    }
+    assert_eq!(join((&w.a, &w.b)).plan(), JoinPlan::Driver);
+    w
+}
+
 /// `pair_half` clustered: the runs plan.
 fn pair_clustered() -> Pair {
     let mut w = pair_half();
@@ -297,6 +312,12 @@ fn join_probed(mut w: Pair) -> f32 {
 }
 
 #[library_benchmark]
+#[bench::n1000(setup = pair_driven)]
+fn join_driver(mut w: Pair) -> f32 {
+    black_box(join_ab(black_box(&mut w)))
+}
+
+#[library_benchmark]
 #[bench::n1000(setup = pair_clustered)]
 fn join_runs(mut w: Pair) -> f32 {
     black_box(join_ab(black_box(&mut w)))
@@ -312,7 +333,7 @@ library_benchmark_group!(
     name = world;
     benchmarks = create, release, is_alive, insert, remove, insert_batch, remove_batch,
         remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy, world_insert, world_remove,
-        respawn, join_probed, join_runs, join_aligned
+        respawn, join_probed, join_driver, join_runs, join_aligned
 );
 
 main!(library_benchmark_groups = world);
