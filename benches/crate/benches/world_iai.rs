@@ -318,6 +318,16 @@ fn join_driver(mut w: Pair) -> f32 {
 }
 
 #[library_benchmark]
+#[bench::n1000(setup = pair_driven)]
+fn join_driver_next(mut w: Pair) -> f32 {
+    // A `for` loop: the join's `next`, not its `fold`.
+    for (_, (a, b)) in join((&mut w.a, &w.b)) {
+        a.0[0] += b.0[0];
+    }
+    black_box(w.a.values()[0].0[0])
+}
+
+#[library_benchmark]
 #[bench::n1000(setup = pair_clustered)]
 fn join_runs(mut w: Pair) -> f32 {
     black_box(join_ab(black_box(&mut w)))
@@ -333,7 +343,7 @@ library_benchmark_group!(
     name = world;
     benchmarks = create, release, is_alive, insert, remove, insert_batch, remove_batch,
         remove_batch_chunks, get, iterate, spawn, spawn_batch, destroy, world_insert, world_remove,
-        respawn, join_probed, join_driver, join_runs, join_aligned
+        respawn, join_probed, join_driver, join_driver_next, join_runs, join_aligned
 );
 
 main!(library_benchmark_groups = world);
