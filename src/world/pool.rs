@@ -197,6 +197,14 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.owner
     }
 
+    /// The recorded runs. `run_count <= MAX_RUNS` holds (`sort_by_signature` fills at most the
+    /// array); the `min` instead of a bounds check keeps this free of a panic path, so an
+    /// [`Index`] built for a lookup, which never reads its runs, costs nothing for them.
+    #[inline(always)]
+    fn runs(&self) -> &[Run] {
+        &self.runs[..self.run_count.min(MAX_RUNS)]
+    }
+
     #[inline(always)]
     pub(crate) fn index(&self) -> Index<'_> {
         Index {
@@ -209,7 +217,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             live: self.live,
             cluster: self.cluster,
             cluster_bit: self.cluster_bit,
-            runs: &self.runs[..self.run_count],
+            runs: self.runs(),
         }
     }
 
@@ -374,7 +382,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             live: self.live,
             cluster: self.cluster,
             cluster_bit: self.cluster_bit,
-            runs: &self.runs[..self.run_count],
+            runs: &self.runs[..self.run_count.min(MAX_RUNS)],
         };
         (index, &mut self.values)
     }
