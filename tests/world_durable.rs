@@ -876,3 +876,59 @@ fn entity_refs_must_be_components_of_the_world() {
         Err(ludus::world::InitError::UnknownRefComponent)
     );
 }
+
+/// `respawn` in place (the replacement holds exactly the old entity's types) detaches the old
+/// entity as a destroy does: its binding, its name, its place in the hierarchy, its children.
+#[test]
+fn respawn_in_place_detaches_like_a_destroy() {
+    let mut w = level(4);
+    let parent = w.spawn((Pos(0.0),)).unwrap();
+    let e = w.spawn((Pos(1.0),)).unwrap();
+    let child = w.spawn((Pos(2.0),)).unwrap();
+    let k = key(1, 1);
+    w.activate(&[Activation::new(e, k)]).unwrap();
+    w.set_name(e, "old").unwrap();
+    w.set_parent(e, Some(parent)).unwrap();
+    w.set_parent(child, Some(e)).unwrap();
+    let row = w.pos.owners().iter().position(|x| x == e).unwrap();
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    let p = cmd.respawn(&w.registry, e, (Pos(5.0),)).unwrap();
+    w.commit(&mut cmd).unwrap();
+    let new = cmd.resolve(p).unwrap();
+    assert_eq!(new.slot(), e.slot());
+    assert_eq!(new.generation(), e.generation() + 1);
+    assert!(!w.registry.is_alive(e));
+    assert_eq!(w.pos.get(new), Some(&Pos(5.0)));
+    assert_eq!(w.pos.get(e), None);
+    // In place: the same row.
+    assert_eq!(w.pos.owners().iter().position(|x| x == new), Some(row));
+    assert_eq!(w.resolve(&k), Resolution::Missing);
+    assert_eq!(w.key_of(new), None, "a recycled slot never inherits a key");
+    assert_eq!(w.name(new).unwrap(), "");
+    assert_eq!(w.parent(new).unwrap(), None);
+    assert_eq!(w.children(parent).count(), 0);
+    assert!(w.registry.is_alive(child));
+    assert_ne!(
+        w.parent(child).unwrap(),
+        Some(new),
+        "children never pass to the replacement"
+    );
+    assert!(w.durable.bindings().check_consistent());
+}
+
+/// A commit holding the respawn of a protected entity is refused before anything applies.
+#[test]
+fn respawn_of_a_protected_entity_is_refused() {
+    let mut w = level(4);
+    let settings = w.spawn((Pos(0.0),)).unwrap();
+    w.set_protected(settings, true).unwrap();
+    let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+    cmd.respawn(&w.registry, settings, (Pos(1.0),)).unwrap();
+    assert_eq!(w.commit(&mut cmd), Err(WorldError::Protected));
+    assert!(w.registry.is_alive(settings));
+    assert_eq!(w.pos.get(settings), Some(&Pos(0.0)));
+    cmd.clear(&w.registry).unwrap();
+    // The mark is gone with the clear: it can be destroyed once unprotected.
+    w.set_protected(settings, false).unwrap();
+    assert_eq!(w.destroy(settings), Ok(()));
+}

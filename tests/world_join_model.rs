@@ -69,7 +69,19 @@ enum Op {
     /// `(C, D, E)` bundles (which may reuse the slots those destroys free: a full world
     /// replaces entities in one commit) and of `(A, B, C)` bundles (a grouped pair).
     Commit(Vec<usize>, u8, u8, u32),
+    /// `CommandBuffer::respawn` of a picked handle as bundle kind `k` (0: `(C, D, E)`,
+    /// 1: `(C, D)`, 2: `(C, E)`, 3: `(A, B, C)`; 4: the kind the entity already has, when it
+    /// has one: in place, every pool's stamps kept), then a commit.
+    Respawn(usize, u8, u32),
 }
+
+/// The components (a, b, c, d, e) of respawn bundle kind `k`.
+const RESPAWN_KINDS: [[bool; 5]; 4] = [
+    [false, false, true, true, true],
+    [false, false, true, true, false],
+    [false, false, true, false, true],
+    [true, true, true, false, false],
+];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
@@ -85,6 +97,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u32>().prop_map(Op::Bump),
         2 => (proptest::collection::vec(any::<usize>(), 0..6), 0u8..6, 0u8..3, any::<u32>())
             .prop_map(|(d, n, g, v)| Op::Commit(d, n, g, v)),
+        3 => (any::<usize>(), 0u8..5, any::<u32>()).prop_map(|(i, k, v)| Op::Respawn(i, k, v)),
     ]
 }
 
@@ -360,6 +373,55 @@ fn run(ops: Vec<Op>) {
                     let i = i as u32;
                     m.insert(e, [Some(i), Some(v), Some(i), None, None]);
                     handles.push(e);
+                }
+            }
+            Op::Respawn(i, k, v) => {
+                if handles.is_empty() {
+                    continue;
+                }
+                let at = i % handles.len();
+                let e = handles[at];
+                let held = m[&e].map(|x| x.is_some());
+                let own = RESPAWN_KINDS.iter().position(|kind| *kind == held);
+                let kind = match (k, own) {
+                    (4, Some(own)) => own,
+                    _ => usize::from(k % 4),
+                };
+                let plans = |w: &World| {
+                    [
+                        join((&w.c, &w.d, &w.e)).plan(),
+                        join((&w.c, &w.d)).plan(),
+                        join((&w.e, &w.c)).plan(),
+                    ]
+                };
+                let before = plans(&w);
+                let mut cmd = CommandBuffer::try_with_capacity(8, 64).unwrap();
+                let r = &w.registry;
+                let p = match kind {
+                    0 => cmd.respawn(r, e, (C(v), D(v ^ 1), E(v ^ 2))),
+                    1 => cmd.respawn(r, e, (C(v), D(v ^ 1))),
+                    2 => cmd.respawn(r, e, (C(v), E(v ^ 2))),
+                    _ => cmd.respawn(r, e, (A(v), B(v ^ 3), C(v))),
+                }
+                .unwrap();
+                w.commit(&mut cmd).unwrap();
+                let new = cmd.resolve(p).unwrap();
+                assert!(!w.registry.is_alive(e));
+                assert_eq!(new.slot(), e.slot(), "the replacement takes the freed slot");
+                m.remove(&e);
+                let values = [Some(v), Some(v ^ 3), Some(v), Some(v ^ 1), Some(v ^ 2)];
+                let mut row = [None; 5];
+                for c in 0..5 {
+                    if RESPAWN_KINDS[kind][c] {
+                        row[c] = values[c];
+                    }
+                }
+                m.insert(new, row);
+                handles[at] = new;
+                if own == Some(kind) {
+                    // In place: no row moved, so every layout stamp, cluster, order fact and
+                    // count a plan is chosen by stays, and so does every plan.
+                    assert_eq!(plans(&w), before);
                 }
             }
         }

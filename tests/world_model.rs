@@ -86,6 +86,9 @@ enum Op {
     /// `CommandBuffer::spawn` of an `(A, B)` bundle: one create and two inserts, all or nothing.
     CmdSpawnAB(u32, u64),
     CmdDestroy(usize),
+    /// `CommandBuffer::respawn` of an entity as an `(A, B)` bundle: a destroy and a spawn,
+    /// applied in place when the entity holds exactly A and B.
+    CmdRespawnAB(usize, u32, u64),
     CmdInsertB(usize, u64),
     CmdRemoveA(usize),
     Commit,
@@ -127,6 +130,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u32>().prop_map(Op::CmdCreateWithA),
         1 => (any::<u32>(), any::<u64>()).prop_map(|(a, b)| Op::CmdSpawnAB(a, b)),
         1 => any::<usize>().prop_map(Op::CmdDestroy),
+        2 => (any::<usize>(), any::<u32>(), any::<u64>()).prop_map(|(i, a, b)| Op::CmdRespawnAB(i, a, b)),
         1 => (any::<usize>(), any::<u64>()).prop_map(|(i, v)| Op::CmdInsertB(i, v)),
         1 => any::<usize>().prop_map(Op::CmdRemoveA),
         1 => Just(Op::Commit),
@@ -488,6 +492,31 @@ fn run<W: ModelWorld>(ops: Vec<Op>) {
                     }
                     Err(other) => panic!("{other:?}"),
                 }
+            }
+            Op::CmdRespawnAB(i, a, b) => {
+                let e = pick(&handles, i);
+                let active = m.alive.contains_key(&e) && !pending.contains(&e);
+                let room = recorded.len() + 4 <= COMMANDS && bytes + 12 <= BYTES;
+                match cmd.respawn(w.registry(), e, (A(a), B(b))) {
+                    Ok(p) => {
+                        assert!(room && active);
+                        pending.insert(e);
+                        bytes += 12;
+                        recorded.push(Recorded::Destroy(e));
+                        recorded.push(Recorded::Create(p));
+                        recorded.push(Recorded::InsertAOnCreated(p, a));
+                        recorded.push(Recorded::InsertBOnCreated(p, b));
+                    }
+                    Err(CommandError::BufferFull { .. }) => assert!(!room),
+                    Err(CommandError::Rejected(r)) => {
+                        assert!(room && !active, "{r:?}");
+                        if m.alive.contains_key(&e) {
+                            assert_eq!(r, Rejection::Pending);
+                        }
+                    }
+                    Err(other) => panic!("{other:?}"),
+                }
+                assert_eq!(cmd.len(), recorded.len(), "all or nothing");
             }
             Op::CmdInsertB(i, v) => {
                 let e = pick(&handles, i);

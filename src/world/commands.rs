@@ -74,6 +74,9 @@ enum Command {
         bundle: u32,
     },
     Destroy(EntityId),
+    /// A destroy recorded by [`CommandBuffer::respawn`]: a `Create` of the replacement's
+    /// bundle follows it. Everywhere but `apply` it is a `Destroy`.
+    Replace(EntityId),
     Insert {
         subject: Subject,
         component: TypeId,
@@ -596,6 +599,59 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         Ok(())
     }
 
+    /// Records the destruction of the active entity `old` and the creation of its replacement
+    /// holding every component of `bundle`, as [`destroy`](Self::destroy) then
+    /// [`spawn`](Self::spawn) would, in one step. The commit applies them as those two would
+    /// (`old` is stale after it; the provisional resolves to the new handle, which takes the
+    /// slot `old` frees, as a create after a destroy does), and *in place* when `old` holds
+    /// exactly the bundle's types: the replacement takes `old`'s rows in every pool (values
+    /// overwritten, no row moved, no group packed or unpacked). What a particle system's
+    /// expiry and respawn needs.
+    ///
+    /// # Errors
+    /// As `destroy` and `spawn`; nothing is recorded or marked.
+    pub fn respawn<T: CommandBundle, B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        old: EntityId,
+        bundle: T,
+    ) -> Result<Provisional, CommandError> {
+        if let Some(component) = T::duplicate() {
+            return Err(CommandError::DuplicateComponent { component });
+        }
+        self.same_registry(registry)?;
+        let commands_free = self.commands.capacity() - self.commands.len();
+        if commands_free < 2 + T::LEN {
+            let bytes_free = self.bytes.capacity() - self.bytes.len();
+            return Err(CommandError::BufferFull {
+                commands: self.commands.len(),
+                command_capacity: self.commands.capacity(),
+                bytes_requested: T::BYTES,
+                bytes_free,
+            });
+        }
+        self.room(T::BYTES)?;
+        if self
+            .marks
+            .is_some_and(|epoch| epoch != registry.mark_epoch())
+        {
+            return Err(CommandError::MarksCleared);
+        }
+        registry
+            .try_mark_pending(old)
+            .map_err(CommandError::Rejected)?;
+        self.marks = Some(registry.mark_epoch());
+        self.commands.push(Command::Replace(old));
+        let p = self.create_bundle(T::LEN as u32)?;
+        bundle.record_into(&mut FreshInserts {
+            commands: &mut self.commands,
+            bytes: &mut self.bytes,
+            subject: Subject::Created(p.index),
+        });
+        self.registry = registry.owner();
+        Ok(p)
+    }
+
     /// Records giving `value` to `target` (an active entity or a provisional of this buffer).
     ///
     /// # Errors
@@ -664,7 +720,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
         // Marks cleared by `clear_pending` may since belong to another buffer: leave them.
         if self.marks == Some(registry.mark_epoch()) {
             for c in &self.commands {
-                if let Command::Destroy(e) = c {
+                if let Command::Destroy(e) | Command::Replace(e) = c {
                     registry.unmark_pending(*e);
                 }
             }
@@ -702,7 +758,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     short |= free == 0;
                     free = free.saturating_sub(1);
                 }
-                Command::Destroy(e) => {
+                Command::Destroy(e) | Command::Replace(e) => {
                     registry.check_alive(e)?;
                     if world.durable_ref().is_protected(e) {
                         return Err(WorldError::Protected);
@@ -795,6 +851,14 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     };
                     world.create().map(|e| self.created.push(e))
                 }
+                Command::Replace(old) => match self.replace_at(world, i, old) {
+                    Ok(Some(skip)) => {
+                        i += skip;
+                        Ok(())
+                    }
+                    Ok(None) => ops::destroy_run(world, core::iter::once(old)),
+                    Err(e) => Err(e),
+                },
                 Command::Destroy(_) => {
                     // A run of consecutive destroys is applied together (up to `DESTROY_RUN`
                     // at a time): one pass per pool instead of one visit of every pool each.
@@ -843,6 +907,48 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             i += 1;
         }
         Ok(())
+    }
+
+    /// Applies the `Replace(old)` at command `i` with the spawn recorded after it, in place
+    /// when [`ops::replace_in_place`] applies: returns how many commands after `i` it took (the
+    /// create and its inserts), or `None` (nothing changed) for the usual destroy and spawn.
+    fn replace_at<W: Roster>(
+        &mut self,
+        world: &mut W,
+        i: usize,
+        old: EntityId,
+    ) -> Result<Option<usize>, WorldError> {
+        let Some(&Command::Create { bundle }) = self.commands.get(i + 1) else {
+            return Ok(None);
+        };
+        let n = bundle as usize;
+        if n == 0 || n > ops::MAX_REPLACEMENT {
+            return Ok(None);
+        }
+        let created = self.created.len() as u32;
+        let mut parts = [(TypeId::of::<()>(), &[][..]); ops::MAX_REPLACEMENT];
+        for (k, part) in parts[..n].iter_mut().enumerate() {
+            match self.commands.get(i + 2 + k) {
+                Some(&Command::Insert {
+                    subject: Subject::Created(c),
+                    component,
+                    offset,
+                    size,
+                    fresh: true,
+                }) if c == created => {
+                    let Some(bytes) = self.bytes.get(offset as usize..(offset + size) as usize)
+                    else {
+                        return Ok(None);
+                    };
+                    *part = (component, bytes);
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(ops::replace_in_place(world, old, &parts[..n])?.map(|new| {
+            self.created.push(new);
+            1 + n
+        }))
     }
 
     fn entity(&self, s: Subject) -> Result<EntityId, WorldError> {

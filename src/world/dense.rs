@@ -476,6 +476,26 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         }
     }
 
+    /// Gives `old`'s entry to `new` (a later incarnation of the same slot) with `value`, in
+    /// place: the same dense index, so the sparse entry, the membership bit and the order facts
+    /// stay exact. `false` (nothing changed) when `old` has no entry or the slots differ.
+    #[inline(always)]
+    pub(crate) fn replace_key(&mut self, old: EntityKey, new: EntityKey, value: T) -> bool {
+        let Some(i) = self.find(old) else {
+            return false;
+        };
+        if new.slot() != old.slot() || i >= self.len {
+            return false;
+        }
+        // SAFETY: `i < len` (checked): in bounds and initialized; `T` and `EntityKey` are
+        // `Copy`, so the overwritten values need no drop.
+        unsafe {
+            self.keys.add(i).write(new);
+            self.values.add(i).write(value);
+        }
+        true
+    }
+
     /// Removes `key`'s entry by swap removal, returning its value.
     #[inline(always)]
     pub(crate) fn remove(&mut self, key: EntityKey) -> Option<T> {

@@ -22,7 +22,7 @@ use super::spawn::{self, pack_groups_of, Bundle};
 use super::{
     CommandBuffer, ComponentPool, EntityId, EntityKey, EntityRegistry, InitError, WorldError,
 };
-use crate::identity::OwnerToken;
+use crate::identity::{OwnerToken, TERMINAL_GENERATION};
 
 /// A world's registry and one of its pools, mutably.
 type Member<'a, W, T> = (
@@ -340,6 +340,124 @@ pub(crate) fn destroy_run<W: Roster>(
     }
     registry.advance_revision(remove.removed);
     Ok(())
+}
+
+/// The most components a replacement bundle has (`CommandBundle`'s limit).
+pub(crate) const MAX_REPLACEMENT: usize = 8;
+
+/// The components of a replacement: each one's type and value bytes.
+pub(crate) type Replacement<'b> = [(TypeId, &'b [u8])];
+
+/// Whether every pool holds `key` exactly when `parts` has a value of its type (of the type's
+/// size), each type once: then the replacement takes `key`'s rows in place.
+struct SameTypes<'r, 'b> {
+    key: EntityKey,
+    parts: &'r Replacement<'b>,
+    /// Bit `k`: `parts[k]` matched a pool.
+    matched: u32,
+    same: bool,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for SameTypes<'_, '_> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let holds = pool.holds_key(self.key);
+        let part = self
+            .parts
+            .iter()
+            .position(|(id, _)| *id == TypeId::of::<T>());
+        if let Some(k) = part {
+            self.matched |= 1 << k;
+            self.same &= self.parts[k].1.len() == core::mem::size_of::<T>();
+        }
+        self.same &= holds == part.is_some();
+    }
+}
+
+/// Gives each of `old`'s rows to `new` with the replacement's value of its type.
+struct ReplaceRows<'r, 'b> {
+    old: EntityKey,
+    new: EntityKey,
+    parts: &'r Replacement<'b>,
+    replaced: u64,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let Some(&(_, bytes)) = self.parts.iter().find(|(id, _)| *id == TypeId::of::<T>()) else {
+            return;
+        };
+        if let Ok(value) = bytemuck::try_pod_read_unaligned::<T>(bytes) {
+            self.replaced += u64::from(pool.replace_key(self.old, self.new, value));
+        }
+    }
+}
+
+/// Destroys `old` and creates its replacement holding exactly `parts` (distinct roster types,
+/// at most [`MAX_REPLACEMENT`]) *in place* when `old` holds exactly those types and its slot
+/// is not retired by the release: as [`destroy_run`] of `old` followed by a create and a fresh
+/// insert of each part would, except that the new entity (the next generation of `old`'s slot,
+/// the one that create would take: the free stack is LIFO) takes `old`'s rows, so no pool
+/// moves a row, no group packs or unpacks, and layout stamps are kept. Returns `None`, with
+/// nothing changed, when it does not apply.
+///
+/// # Errors
+/// As [`destroy_run`] for `old`; nothing changes.
+pub(crate) fn replace_in_place<W: Roster>(
+    world: &mut W,
+    old: EntityId,
+    parts: &Replacement<'_>,
+) -> Result<Option<EntityId>, WorldError> {
+    let (registry, durable, mut pools) = world.durable_parts();
+    let registry = &mut registry.0;
+    let durable = &mut durable.0;
+    if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool);
+    }
+    let m = parts.len() as u64;
+    // The release, the create, and a removal and a fresh insert per part, as the destroy and
+    // the spawn it stands for would count.
+    registry.check_entity_change(old, 2 + 2 * m)?;
+    if durable.is_protected(old) {
+        return Err(WorldError::Protected);
+    }
+    if parts.is_empty() || parts.len() > MAX_REPLACEMENT || old.generation() == TERMINAL_GENERATION
+    {
+        return Ok(None);
+    }
+    let mut same = SameTypes {
+        key: EntityKey::of(old),
+        parts,
+        matched: 0,
+        same: true,
+    };
+    pools.visit(&mut same);
+    if !same.same || same.matched != (1u32 << parts.len()) - 1 {
+        return Ok(None);
+    }
+    durable.detach(registry, old);
+    registry.release_charged(old, 0);
+    let new = registry.try_create_charged(0)?;
+    // LIFO: the create takes the slot the release just pushed. Checked in release builds: the
+    // rows below are handed over by slot.
+    assert_eq!(
+        new.slot(),
+        old.slot(),
+        "a replacement takes its predecessor's slot"
+    );
+    let mut rows = ReplaceRows {
+        old: EntityKey::of(old),
+        new: EntityKey::of(new),
+        parts,
+        replaced: 0,
+    };
+    pools.visit(&mut rows);
+    // Every pool holding `old` held it at the check above and took the replacement (the same
+    // pools: one `durable_parts` borrow).
+    assert_eq!(rows.replaced, m, "every row of the predecessor is replaced");
+    registry.advance_revision(2 * m);
+    Ok(Some(new))
 }
 
 /// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep

@@ -719,6 +719,30 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         removed
     }
 
+    /// Whether `key` (this pool's owner assumed) has an entry.
+    #[inline(always)]
+    pub(crate) fn holds_key(&self, key: EntityKey) -> bool {
+        self.index()
+            .dense_of_key_near(key, key.slot() as usize)
+            .is_some()
+    }
+
+    /// Gives `old`'s entry to `new` (the next incarnation of its slot) with `value`, at the
+    /// same dense index (a commit's in-place replacement). Both stamps are kept, because the
+    /// caller replaces `old` in every pool holding it and in no other: pools sharing a layout
+    /// stamp held `old` at the same index and all end with `new` there, and in a cluster the
+    /// row keeps its signature, so every run stays exact. `false` when `old` has no entry
+    /// (nothing changed).
+    pub(crate) fn replace_key(&mut self, old: EntityKey, new: EntityKey, value: T) -> bool {
+        let (layout, cluster) = (self.layout, self.cluster);
+        let mut dense = self.dense_mut();
+        let replaced = dense.replace_key(old, new, value);
+        dense.finish();
+        self.layout = layout;
+        self.cluster = cluster;
+        replaced
+    }
+
     /// Removes the entries of `keys` in order (entities of this pool's registry: the caller
     /// compared the owner tokens; each key held at most once), each by swap removal as
     /// [`remove_key`](Self::remove_key) would, under one borrow of the dense arrays; returns

@@ -1,6 +1,7 @@
 //! iai-callgrind instruction counts of `CommandBuffer` recording and commit: 1 000 destroys,
-//! and 1 000 spawns of a two-component bundle (3 000 commands), on a world of 10 000 entities
-//! with five pools and one owned group (as `benches/commands.rs`).
+//! 1 000 spawns of a two-component bundle (3 000 commands), and 1 000 replacements of an entity
+//! by a bundle of its own four types (as `respawn`, in place, and as a destroy and a spawn), on
+//! a world of 10 000 entities with five pools and one owned group (as `benches/commands.rs`).
 #![allow(missing_docs)] // iai-callgrind generates undocumented modules
 
 use std::hint::black_box;
@@ -61,7 +62,7 @@ fn world() -> State {
     (
         g,
         ids,
-        CommandBuffer::try_with_capacity(4 * K, 64 * K).unwrap(),
+        CommandBuffer::try_with_capacity(6 * K, 64 * K).unwrap(),
     )
 }
 
@@ -78,6 +79,46 @@ fn record_spawns((g, _, cmd): &mut State) {
                 .unwrap(),
         );
     }
+}
+
+/// The bundle of the entities `record_destroys` picks (even-numbered: position, health,
+/// velocity, rotation), with new values.
+fn replacement(i: usize) -> (Position, Health, Velocity, Rotation) {
+    (
+        Position([i as f32; 3]),
+        Health(2.0),
+        Velocity([2.0; 3]),
+        Rotation([1.0; 3]),
+    )
+}
+
+/// `record_destroys`'s entities, each respawned with a bundle of its own four types (in place
+/// at commit).
+fn record_respawns((g, ids, cmd): &mut State) {
+    for (i, &e) in ids.iter().step_by(N / K).take(K).enumerate() {
+        black_box(cmd.respawn(&g.registry, e, replacement(i)).unwrap());
+    }
+}
+
+/// The same as a destroy and a spawn each, the destroys first (runs at commit).
+fn record_destroys_then_spawns(s: &mut State) {
+    record_destroys(s);
+    let (g, _, cmd) = s;
+    for i in 0..K {
+        black_box(cmd.spawn(&g.registry, replacement(i)).unwrap());
+    }
+}
+
+fn respawns_recorded() -> State {
+    let mut s = world();
+    record_respawns(&mut s);
+    s
+}
+
+fn destroys_then_spawns_recorded() -> State {
+    let mut s = world();
+    record_destroys_then_spawns(&mut s);
+    s
 }
 
 fn destroys_recorded() -> State {
@@ -122,9 +163,33 @@ fn commit_spawn2((mut g, _, mut cmd): State) -> usize {
     g.registry.len()
 }
 
+#[library_benchmark]
+#[bench::k1000(setup = world)]
+fn record_respawn4(mut s: State) -> usize {
+    record_respawns(&mut s);
+    s.2.len()
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = respawns_recorded)]
+fn commit_respawn4((mut g, _, mut cmd): State) -> usize {
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    g.registry.len()
+}
+
+#[library_benchmark]
+#[bench::k1000(setup = destroys_then_spawns_recorded)]
+fn commit_destroy_spawn4((mut g, _, mut cmd): State) -> usize {
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    g.registry.len()
+}
+
 library_benchmark_group!(
     name = commands;
-    benchmarks = record_destroy, commit_destroy, record_spawn2, commit_spawn2
+    benchmarks = record_destroy, commit_destroy, record_spawn2, commit_spawn2, record_respawn4,
+        commit_respawn4, commit_destroy_spawn4
 );
 
 main!(library_benchmark_groups = commands);

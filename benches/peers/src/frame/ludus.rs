@@ -1,8 +1,9 @@
 //! ludus: nested owned groups, `moving(position, velocity)` for `movement` and inside it
 //! `spinning(position, velocity, rotation)` for `spin` (every entity has a position, so
 //! `spin`'s entities are exactly the group's), a plain join for `decay` (its pools cross
-//! `moving`'s), a `CommandBuffer` for the structural step (destroys recorded against the read-only
-//! registry during the systems phase, bundles spawned by one command each, one commit).
+//! `moving`'s), a `CommandBuffer` for the structural step (each of the oldest entities
+//! `respawn`ed as a new one, in place where the two have the same components, recorded against
+//! the read-only registry; one commit).
 
 #![allow(missing_docs)] // the `world!` expansion
 
@@ -101,12 +102,20 @@ impl Frame {
     /// The deferred structural step.
     pub fn structural(&mut self) {
         let w = &mut self.world;
-        for e in self.order.drain(..FRAME_CHURN) {
-            self.cmd.destroy(&w.registry, e).unwrap();
-        }
         self.spawned.clear();
-        for k in 0..FRAME_CHURN {
-            self.spawned.push(record(&mut self.cmd, w, self.next + k));
+        for (k, e) in self.order.drain(..FRAME_CHURN).enumerate() {
+            let r = &w.registry;
+            let p = match components(self.next + k) {
+                (p, None, None, None) => self.cmd.respawn(r, e, (p,)),
+                (p, Some(v), None, None) => self.cmd.respawn(r, e, (p, v)),
+                (p, None, Some(o), None) => self.cmd.respawn(r, e, (p, o)),
+                (p, None, None, Some(d)) => self.cmd.respawn(r, e, (p, d)),
+                (p, Some(v), Some(o), None) => self.cmd.respawn(r, e, (p, v, o)),
+                (p, Some(v), None, Some(d)) => self.cmd.respawn(r, e, (p, v, d)),
+                (p, None, Some(o), Some(d)) => self.cmd.respawn(r, e, (p, o, d)),
+                (p, Some(v), Some(o), Some(d)) => self.cmd.respawn(r, e, (p, v, o, d)),
+            };
+            self.spawned.push(p.unwrap());
         }
         w.begin_structural();
         w.commit(&mut self.cmd).unwrap();

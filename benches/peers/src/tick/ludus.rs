@@ -1,8 +1,9 @@
 //! ludus: nested owned groups, `moving(position, velocity)` and inside it `swirling(position,
 //! velocity, rotation)`, so `movement` and `swirl` are both zips of the groups' slices; the
-//! lifetime pool's `update_select` for `age`, a `CommandBuffer` for expiry and replacement (the
-//! destroys recorded first, so the commit applies them in runs, pool by pool; then one `spawn`
-//! command per bundle, the commit reusing the slots its destroys free and packing the groups), `pool.get` for the tracked handles. No join, so no `sort_pools`.
+//! lifetime pool's `update_select` for `age`, a `CommandBuffer` for expiry and replacement
+//! (one `respawn` per expired particle: the commit applies it in place when the replacement
+//! has the same components, a rotation or not, as the particle it replaces, and as a destroy
+//! and a spawn otherwise), `pool.get` for the tracked handles. No join, so no `sort_pools`.
 
 #![allow(missing_docs)] // the `world!` expansion
 
@@ -38,14 +39,6 @@ pub struct Tick {
     pub sum: u64,
 }
 
-fn record(cmd: &mut CommandBuffer, w: &TickWorld, i: usize) -> Provisional {
-    match particle(i) {
-        (p, v, d, None) => cmd.spawn(&w.registry, (p, v, d)),
-        (p, v, d, Some(r)) => cmd.spawn(&w.registry, (p, v, d, r)),
-    }
-    .unwrap()
-}
-
 impl Tick {
     /// `movement`.
     pub fn movement(&mut self) {
@@ -71,12 +64,14 @@ impl Tick {
             *i = replacement(w.position.get(*e).expect("alive"));
         }
         self.spawned.clear();
-        // Destroys first: the commit applies a run of consecutive destroys pool by pool.
-        for &(e, _) in expired.iter() {
-            self.cmd.destroy(&w.registry, e).unwrap();
-        }
+        // Each expiry and its replacement as one `respawn`: in place when the replacement has
+        // the same components (a rotation or not, as the expired one).
         for &(e, i) in expired.iter() {
-            self.spawned.push((e.slot(), record(&mut self.cmd, w, i)));
+            let p = match particle(i) {
+                (p, v, d, None) => self.cmd.respawn(&w.registry, e, (p, v, d)),
+                (p, v, d, Some(r)) => self.cmd.respawn(&w.registry, e, (p, v, d, r)),
+            };
+            self.spawned.push((e.slot(), p.unwrap()));
         }
         w.begin_structural();
         w.commit(&mut self.cmd).unwrap();
