@@ -212,21 +212,15 @@ struct InsertFreshBytes<'w, 'b, W> {
 impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
     fn visit<T: Pod>(&mut self) {
         self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            // SAFETY: the contract of `insert_fresh_bytes`, which built this visitor.
-            Ok(value) => unsafe { ops::insert_fresh(self.world, self.entity, value, self.layout) },
+            Ok(value) => ops::insert_fresh(self.world, self.entity, value, self.layout),
             Err(_) => Err(WorldError::UnknownComponent),
         };
     }
 }
 
-/// [`insert_bytes`] for an entity that holds no component of type `component` in any pool
-/// incarnation: appended without a slot lookup.
-///
-/// # Safety
-/// `entity` was created in `world`'s registry after its last release, and nothing inserted a
-/// `component` for it since (the pool is checked to be bound to that registry: see
-/// [`ops::insert_fresh`]).
-unsafe fn insert_fresh_bytes<W: Roster>(
+/// [`insert_bytes`] for a bundle's component right after its create: appended without a slot
+/// lookup when the slot's membership bit is clear ([`ops::insert_fresh`]).
+fn insert_fresh_bytes<W: Roster>(
     world: &mut W,
     entity: EntityId,
     component: TypeId,
@@ -602,8 +596,9 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// Records the destruction of the active entity `old` and the creation of its replacement
     /// holding every component of `bundle`, as [`destroy`](Self::destroy) then
     /// [`spawn`](Self::spawn) would, in one step. The commit applies them as those two would
-    /// (`old` is stale after it; the provisional resolves to the new handle, which takes the
-    /// slot `old` frees, as a create after a destroy does), and *in place* when `old` holds
+    /// (`old` is stale after it; the provisional resolves to the new handle, in the slot a
+    /// create right after that destroy takes: `old`'s own, one generation on, unless the
+    /// release retires it at the terminal generation), and *in place* when `old` holds
     /// exactly the bundle's types: the replacement takes `old`'s rows in every pool (values
     /// overwritten, no row moved, no group packed or unpacked). What a particle system's
     /// expiry and respawn needs.
@@ -879,13 +874,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     Ok(entity) => {
                         let bytes = &self.bytes[offset as usize..(offset + size) as usize];
                         if fresh {
-                            // SAFETY: a fresh insert follows its bundle's create, which this
-                            // commit applied just before in this world's registry (commands
-                            // apply in order, and a bundle's commands are recorded together):
-                            // the entity is new and holds none of the bundle's distinct types.
-                            unsafe {
-                                insert_fresh_bytes(world, entity, component, bytes, &mut layout)
-                            }
+                            insert_fresh_bytes(world, entity, component, bytes, &mut layout)
                         } else {
                             insert_bytes(world, entity, component, bytes)
                         }

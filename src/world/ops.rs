@@ -171,15 +171,17 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
     Ok(())
 }
 
-/// Appends `value` as `entity`'s `T` without a slot lookup, checking the change.
+/// Appends `value` as `entity`'s `T` without a slot lookup, checking the change: a command
+/// bundle's component, right after its create. The create made `entity` new, so its slot has
+/// no `T`; but a bundle's create and each of its inserts are separate visits of the world, and
+/// a hand-written roster can insert from inside `durable_parts` in between. So the slot's
+/// membership bit is checked (one word, in release builds): when it is set, the value goes
+/// through the ordinary insert (a lookup that replaces it), never a second entry.
 ///
-/// # Safety
-/// `entity` was created in `world`'s registry after its last release, and nothing inserted a
-/// `T` for it since. (The pool is checked here to be bound to that registry, the one pool of
-/// `T` that can be, whatever parts the roster hands out; a release removes the slot from every
-/// bound pool: then that pool holds no entry for the slot.)
+/// # Errors
+/// As [`WorldOps::insert`](super::WorldOps::insert).
 #[inline(always)]
-pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
+pub(crate) fn insert_fresh<W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,
     value: T,
@@ -188,18 +190,18 @@ pub(crate) unsafe fn insert_fresh<W: Roster, T: Pod>(
     {
         let (registry, pool) = member::<W, T>(world)?;
         registry.check_member_change(entity)?;
-        let class = pool.layout_class();
-        // SAFETY: the slot has no entry in this pool. `member` checked that the pool is bound
-        // to the registry it was handed out with, and `check_member_change` that `entity` is
-        // alive there: the pool is the one pool of `T` bound to `entity`'s registry (a
-        // registry binds one pool per type, whatever parts a roster hands out). The entity
-        // was created after its slot's last release and holds no `T` since (caller), and a
-        // release removes the slot from every bound pool (`WorldOps::destroy`,
-        // `ops::destroy_run`).
-        unsafe { pool.insert_first(entity, value) };
-        registry.advance_revision(1);
-        if !grouped::<W, T>() {
-            layout.after_append(pool, class);
+        if pool.holds_slot(entity.slot()) {
+            let (_, joined) = pool.insert_validated(entity, value);
+            registry.advance_revision(u64::from(joined));
+        } else {
+            let class = pool.layout_class();
+            // SAFETY: the slot has no entry in this pool (its membership bit, checked just
+            // above, is clear: the bits are exact, the dense module's invariant).
+            unsafe { pool.insert_first(entity, value) };
+            registry.advance_revision(1);
+            if !grouped::<W, T>() {
+                layout.after_append(pool, class);
+            }
         }
     }
     if grouped::<W, T>() {
@@ -403,7 +405,7 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
 /// nothing changed, when it does not apply.
 ///
 /// # Errors
-/// As [`destroy_run`] for `old`; nothing changes.
+/// As [`destroy_run`] for `old`, and [`WorldError::SequenceExhausted`]; nothing changes.
 pub(crate) fn replace_in_place<W: Roster>(
     world: &mut W,
     old: EntityId,
@@ -421,6 +423,13 @@ pub(crate) fn replace_in_place<W: Roster>(
     registry.check_entity_change(old, 2 + 2 * m)?;
     if durable.is_protected(old) {
         return Err(WorldError::Protected);
+    }
+    // The create below must not fail once `old` is released (its rows would outlive it): its
+    // room is the slot the release frees and its revision is inside the budget checked above,
+    // so only the sequence is left to check. (The preflight checked it too, but a roster runs
+    // code of its own between the preflight and here.)
+    if registry.last_sequence() == u64::MAX {
+        return Err(WorldError::SequenceExhausted);
     }
     if parts.is_empty() || parts.len() > MAX_REPLACEMENT || old.generation() == TERMINAL_GENERATION
     {
@@ -683,8 +692,10 @@ pub trait WorldOps: Roster {
         let registry = &mut registry.0;
         let durable = &mut durable.0;
         registry.check_entity_change(entity, Self::Components::LEN as u64 + 1)?;
-        // The release invariant: a world's registry releases a slot only here, after every
-        // pool bound to it left the entity (spawns into reused slots rely on it).
+        // The release invariant: a world's registry releases a slot only here and in a
+        // commit (`destroy_run`, `replace_in_place`), after every pool bound to it left the
+        // entity or with its rows handed to the next incarnation (spawns into reused slots
+        // rely on it).
         if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
             return Err(WorldError::ForeignPool);
         }

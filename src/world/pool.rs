@@ -17,7 +17,9 @@ use crate::identity::OwnerToken;
 /// Sized to the registry's capacity at init; insert and remove allocate nothing. Dense order is
 /// insertion order, changed only by swap removal (the last element moves into the hole), by
 /// large removal batches (which compact, keeping the survivors' order), by owned groups
-/// (which swap members to the front) and by [`sort_by_slot`](Self::sort_by_slot).
+/// (which swap members to the front), by [`sort_by_slot`](Self::sort_by_slot) and
+/// [`cluster`](super::cluster), and by a commit's in-place `respawn` (the replacement takes
+/// the old entity's row instead of being appended).
 ///
 /// A pool answers for the entries it holds: `get` validates a handle against the stored key
 /// (slot, generation and the pool's owner token), not against the registry. A standalone pool
@@ -34,9 +36,11 @@ use crate::identity::OwnerToken;
 /// slot its registry has never created has no entry, which the batch spawn relies on. Binding
 /// takes `&mut EntityRegistry`, which counts its pools; a world's registry (created behind
 /// [`ReadOnly`](super::ReadOnly)) releases slots only in
-/// [`WorldOps::destroy`](super::WorldOps::destroy) and a commit's run of destroys, which both
-/// first check that they reach every pool bound to it (*release invariant*): a reused slot of
-/// a world has no entry either.
+/// [`WorldOps::destroy`](super::WorldOps::destroy), a commit's run of destroys and a commit's
+/// in-place `respawn`, which all first check that they reach every pool bound to it (*release
+/// invariant*): the first two remove the entity from every pool before the release, the last
+/// hands each of its rows to the slot's next incarnation, created right after the release
+/// with nothing in between. So a reused slot of a world has no entry but its new entity's.
 ///
 /// # Examples
 /// ```
@@ -74,16 +78,20 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// *Layout stamp*: 0, or a stamp that only pools with equal keys share (*layout
     /// invariant*: two pools of one owner with the same nonzero stamp hold equal key arrays).
     /// Every change of the keys resets it to 0 ([`dense_mut`](Self::dense_mut)); only a
-    /// world's spawn (identical appends to pools that were equal) and destroy (the same swap
-    /// removal in each) hand a shared stamp on. Lets a join of such pools zip their slices.
+    /// world's spawn (identical appends to pools that were equal), destroy (the same swap
+    /// removal in each) and in-place respawn (the same row re-keyed in each,
+    /// [`replace_key`](Self::replace_key)) hand a shared stamp on. Lets a join of such pools
+    /// zip their slices.
     layout: u64,
     /// Bound by a world (`WorldOps::try_bind`): every entry is of an entity alive in the
     /// registry (the release invariant), so two such pools holding a slot hold the same
     /// generation there.
     live: bool,
     /// *Cluster stamp* ([`cluster`](super::cluster)): 0, or a stamp that only pools
-    /// clustered together share while none of them changed its keys since (reset with the
-    /// layout stamp by [`dense_mut`](Self::dense_mut)); then `runs[..run_count]` partition
+    /// clustered together share while none of them changed its keys since but by an in-place
+    /// respawn (a row re-keyed in every pool holding it, its signature unchanged:
+    /// [`replace_key`](Self::replace_key)); reset with the layout stamp by
+    /// [`dense_mut`](Self::dense_mut). Then `runs[..run_count]` partition
     /// the entries by signature, and `cluster_bit` is this pool's bit in the signatures.
     cluster: u64,
     cluster_bit: u32,
@@ -164,7 +172,8 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     }
 
     /// [`bind`](Self::bind) for a world's registry (behind [`ReadOnly`](super::ReadOnly)),
-    /// whose slots are released only after every bound pool left them.
+    /// whose slots are released only after every bound pool left them, or (an in-place
+    /// respawn) right before their next incarnation takes over every row they had.
     pub(crate) fn bind_world<B: Allocator + Clone>(
         &mut self,
         registry: &mut EntityRegistry<B>,

@@ -13,7 +13,8 @@
 //! pays nothing for the check. Its pools are then taken out of the world's pool list by type
 //! and checked to belong to the world's registry. Spawned values are appended without a slot
 //! lookup: a slot just created in a world's registry has no entry in any pool bound to it (the
-//! provenance and release invariants of [`ComponentPool`]).
+//! provenance and release invariants of [`ComponentPool`]; an in-place respawn, the one release
+//! that leaves rows behind, hands them to the entity it creates next, before any spawn runs).
 
 use core::any::{type_name, TypeId};
 
