@@ -518,14 +518,19 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// Records a create followed by `bundle` fresh inserts (the caller records them).
     fn create_bundle(&mut self, bundle: u32) -> Result<Provisional, CommandError> {
         self.room(0)?;
+        Ok(self.push_create(bundle))
+    }
+
+    /// Records a create followed by `bundle` fresh inserts (room checked by the caller).
+    fn push_create(&mut self, bundle: u32) -> Provisional {
         let index = self.creates;
         self.commands.push(Command::Create { bundle });
         self.creates += 1;
-        Ok(Provisional {
+        Provisional {
             buffer: self.token,
             epoch: self.epoch,
             index,
-        })
+        }
     }
 
     /// Records the creation of an entity holding every component of `bundle` (a tuple of 1 to 8
@@ -545,25 +550,8 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(CommandError::DuplicateComponent { component });
         }
         self.same_registry(registry)?;
-        let commands_free = self.commands.capacity() - self.commands.len();
-        if commands_free < 1 + T::LEN {
-            let bytes_free = self.bytes.capacity() - self.bytes.len();
-            return Err(CommandError::BufferFull {
-                commands: self.commands.len(),
-                command_capacity: self.commands.capacity(),
-                bytes_requested: T::BYTES,
-                bytes_free,
-            });
-        }
-        self.room(T::BYTES)?;
-        let p = self.create_bundle(T::LEN as u32)?;
-        bundle.record_into(&mut FreshInserts {
-            commands: &mut self.commands,
-            bytes: &mut self.bytes,
-            subject: Subject::Created(p.index),
-        });
-        self.registry = registry.owner();
-        Ok(p)
+        self.bundle_room::<T>(0)?;
+        Ok(self.push_bundle(registry, bundle))
     }
 
     /// Records the destruction of an active entity and marks it pending in `registry`.
@@ -578,16 +566,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     ) -> Result<(), CommandError> {
         self.room(0)?;
         self.same_registry(registry)?;
-        if self
-            .marks
-            .is_some_and(|epoch| epoch != registry.mark_epoch())
-        {
-            return Err(CommandError::MarksCleared);
-        }
-        registry
-            .try_mark_pending(entity)
-            .map_err(CommandError::Rejected)?;
-        self.marks = Some(registry.mark_epoch());
+        self.mark(registry, entity)?;
         self.commands.push(Command::Destroy(entity));
         self.registry = registry.owner();
         Ok(())
@@ -615,8 +594,17 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(CommandError::DuplicateComponent { component });
         }
         self.same_registry(registry)?;
+        self.bundle_room::<T>(1)?;
+        self.mark(registry, old)?;
+        self.commands.push(Command::Replace(old));
+        Ok(self.push_bundle(registry, bundle))
+    }
+
+    /// `Ok` when `extra` commands besides a `T` bundle's create and inserts, and its value
+    /// bytes, fit ([`CommandError::BufferFull`] otherwise).
+    fn bundle_room<T: CommandBundle>(&self, extra: usize) -> Result<(), CommandError> {
         let commands_free = self.commands.capacity() - self.commands.len();
-        if commands_free < 2 + T::LEN {
+        if commands_free < extra + 1 + T::LEN {
             let bytes_free = self.bytes.capacity() - self.bytes.len();
             return Err(CommandError::BufferFull {
                 commands: self.commands.len(),
@@ -625,7 +613,35 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 bytes_free,
             });
         }
-        self.room(T::BYTES)?;
+        self.room(T::BYTES)
+    }
+
+    /// Records `bundle`'s create and its fresh inserts (room checked by
+    /// [`bundle_room`](Self::bundle_room)).
+    fn push_bundle<T: CommandBundle, B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        bundle: T,
+    ) -> Provisional {
+        let p = self.push_create(T::LEN as u32);
+        bundle.record_into(&mut FreshInserts {
+            commands: &mut self.commands,
+            bytes: &mut self.bytes,
+            subject: Subject::Created(p.index),
+        });
+        self.registry = registry.owner();
+        p
+    }
+
+    /// Marks `entity` pending in `registry` for a destroy this buffer records.
+    ///
+    /// # Errors
+    /// [`CommandError::MarksCleared`] or [`CommandError::Rejected`]; nothing is marked.
+    fn mark<B: Allocator + Clone>(
+        &mut self,
+        registry: &EntityRegistry<B>,
+        entity: EntityId,
+    ) -> Result<(), CommandError> {
         if self
             .marks
             .is_some_and(|epoch| epoch != registry.mark_epoch())
@@ -633,18 +649,10 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(CommandError::MarksCleared);
         }
         registry
-            .try_mark_pending(old)
+            .try_mark_pending(entity)
             .map_err(CommandError::Rejected)?;
         self.marks = Some(registry.mark_epoch());
-        self.commands.push(Command::Replace(old));
-        let p = self.create_bundle(T::LEN as u32)?;
-        bundle.record_into(&mut FreshInserts {
-            commands: &mut self.commands,
-            bytes: &mut self.bytes,
-            subject: Subject::Created(p.index),
-        });
-        self.registry = registry.owner();
-        Ok(p)
+        Ok(())
     }
 
     /// Records giving `value` to `target` (an active entity or a provisional of this buffer).

@@ -443,7 +443,9 @@ macro_rules! tuple_join {
             }
 
             /// The driver plan's fold with the driver column `D` known at compile time and its
-            /// keys read as one slice.
+            /// keys read as one slice. It repeats [`driver_item`](Self::driver_item)'s lookups
+            /// instead of calling it: through the call (even with the key passed in) the
+            /// `world_iai` `join_driver` row counts 10–13% more instructions.
             #[inline(always)]
             fn fold_driver<const D: usize, Acc, F>(&mut self, mut acc: Acc, f: &mut F) -> Acc
             where

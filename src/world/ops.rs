@@ -350,10 +350,10 @@ pub(crate) const MAX_REPLACEMENT: usize = 8;
 /// The components of a replacement: each one's type and value bytes.
 pub(crate) type Replacement<'b> = [(TypeId, &'b [u8])];
 
-/// Whether every pool holds `key` exactly when `parts` has a value of its type (of the type's
-/// size), each type once: then the replacement takes `key`'s rows in place.
+/// Whether every pool holds `entity` exactly when `parts` has a value of its type (of the type's
+/// size), each type once: then the replacement takes `entity`'s rows in place.
 struct SameTypes<'r, 'b> {
-    key: EntityKey,
+    entity: EntityId,
     parts: &'r Replacement<'b>,
     /// Bit `k`: `parts[k]` matched a pool.
     matched: u32,
@@ -363,7 +363,9 @@ struct SameTypes<'r, 'b> {
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for SameTypes<'_, '_> {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        let holds = pool.holds_key(self.key);
+        // A bound pool's entries are of live entities (the release invariant), and `entity`
+        // is alive: its slot's membership bit says whether the pool holds it.
+        let holds = pool.holds_slot(self.entity.slot());
         let part = self
             .parts
             .iter()
@@ -436,7 +438,7 @@ pub(crate) fn replace_in_place<W: Roster>(
         return Ok(None);
     }
     let mut same = SameTypes {
-        key: EntityKey::of(old),
+        entity: old,
         parts,
         matched: 0,
         same: true,

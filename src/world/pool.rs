@@ -206,14 +206,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.owner
     }
 
-    /// The recorded runs. `run_count <= MAX_RUNS` holds (`sort_by_signature` fills at most the
-    /// array); the `min` instead of a bounds check keeps this free of a panic path, so an
-    /// [`Index`] built for a lookup, which never reads its runs, costs nothing for them.
-    #[inline(always)]
-    fn runs(&self) -> &[Run] {
-        &self.runs[..self.run_count.min(MAX_RUNS)]
-    }
-
     #[inline(always)]
     pub(crate) fn index(&self) -> Index<'_> {
         Index {
@@ -226,7 +218,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             live: self.live,
             cluster: self.cluster,
             cluster_bit: self.cluster_bit,
-            runs: self.runs(),
+            runs: recorded_runs(&self.runs, self.run_count),
         }
     }
 
@@ -391,7 +383,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             live: self.live,
             cluster: self.cluster,
             cluster_bit: self.cluster_bit,
-            runs: &self.runs[..self.run_count.min(MAX_RUNS)],
+            runs: recorded_runs(&self.runs, self.run_count),
         };
         (index, &mut self.values)
     }
@@ -728,14 +720,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         removed
     }
 
-    /// Whether `key` (this pool's owner assumed) has an entry.
-    #[inline(always)]
-    pub(crate) fn holds_key(&self, key: EntityKey) -> bool {
-        self.index()
-            .dense_of_key_near(key, key.slot() as usize)
-            .is_some()
-    }
-
     /// Gives `old`'s entry to `new` (the next incarnation of its slot) with `value`, at the
     /// same dense index (a commit's in-place replacement). Both stamps are kept, because the
     /// caller replaces `old` in every pool holding it and in no other: pools sharing a layout
@@ -913,6 +897,15 @@ impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
             .field("capacity", &self.capacity)
             .finish()
     }
+}
+
+/// A pool's recorded runs, `runs[..count]`. `count <= MAX_RUNS` holds (`sort_by_signature`
+/// fills at most the array); the `min` instead of a bounds check keeps this free of a panic
+/// path, so an [`Index`] built for a lookup, which never reads its runs, costs nothing for
+/// them. (A free function over the two fields, so it borrows them apart from the values.)
+#[inline(always)]
+fn recorded_runs(runs: &[Run; MAX_RUNS], count: usize) -> &[Run] {
+    &runs[..count.min(MAX_RUNS)]
 }
 
 #[cfg(test)]
