@@ -743,17 +743,25 @@ fn respawn_near_the_terminal_generation() {
 #[test]
 fn respawn_at_the_edge_of_the_budgets() {
     // Revisions: a respawn of a two-pool entity by (A, B) is preflighted as 1 + 5 (destroy)
-    // + 1 + 2 = 9 revisions, and applies 6.
-    for left in 0..12u64 {
+    // + 1 + 2 = 9 revisions, and applies 6; of an (A, C, D) entity (A kept in place, C and D
+    // removed, B inserted) the same 9, and applies 7.
+    for (shape, left) in (0..2).flat_map(|s| (0..12u64).map(move |l| (s, l))) {
         let (mut x, mut y) = pair();
-        let ox = x.spawn((A(1), B(1))).unwrap();
-        let oy = y.spawn((A(1), B(1))).unwrap();
+        let (ox, oy) = if shape == 0 {
+            (x.spawn((A(1), B(1))), y.spawn((A(1), B(1))))
+        } else {
+            (x.spawn((A(1), C(1), D(1))), y.spawn((A(1), C(1), D(1))))
+        };
+        let (ox, oy) = (ox.unwrap(), oy.unwrap());
         for w in [&mut x, &mut y] {
             let seq = w.registry.last_sequence();
             assert!(w.test_hook_advance_counters(seq, u64::MAX - left));
         }
         let (rx, ry, nx, ny) = one(&mut x, &mut y, ox, oy);
-        assert_eq!(rx, ry, "{left} revisions left");
+        assert_eq!(rx, ry, "shape {shape}: {left} revisions left");
+        if rx.is_ok() {
+            assert_eq!(observe(&mut x), observe(&mut y));
+        }
         assert_eq!(nx.map(sg), ny.map(sg));
         assert_eq!(
             x.registry.structural_revision(),

@@ -19,8 +19,10 @@
 //! destroy, spawn, sort) resets to 0 in that pool, so a join over a changed pool falls back
 //! to the other plans until the next `cluster`. Values may change freely through
 //! `values_mut`, `get_mut` and joins (an `insert`, even one that replaces a value, counts as
-//! a key change). A commit's in-place `respawn` keeps the stamps: the replacement takes the
-//! old entity's row in every pool that held it and in no other, so every run stays exact.
+//! a key change). A commit's in-place `respawn` keeps the stamps of the pools whose rows it
+//! hands over: in each the replacement takes the old entity's row, and among the pools whose
+//! stamps survive its membership is the old entity's (a pool it removes a row from or appends
+//! one to resets its stamp), so every run stays exact for every join the runs plan serves.
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
 //! within the rows, one run of each signature, equal lengths across columns) when it is built.

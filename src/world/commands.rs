@@ -182,6 +182,13 @@ pub(crate) struct BundleLayout {
 }
 
 impl BundleLayout {
+    /// No stamp: the pools a bundle appends to share nothing after it.
+    pub(crate) const NONE: BundleLayout = BundleLayout {
+        stamp: 0,
+        owner: 0,
+        first: None,
+    };
+
     /// After the bundle's append to an ungrouped `pool` whose class was `class`: the pools of
     /// the first pool's class (equal keys before, the same append since) take the stamp.
     #[inline(always)]
@@ -220,7 +227,7 @@ impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
 
 /// [`insert_bytes`] for a bundle's component right after its create: appended without a slot
 /// lookup when the slot's membership bit is clear ([`ops::insert_fresh`]).
-fn insert_fresh_bytes<W: Roster>(
+pub(crate) fn insert_fresh_bytes<W: Roster>(
     world: &mut W,
     entity: EntityId,
     component: TypeId,
@@ -577,10 +584,11 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// [`spawn`](Self::spawn) would, in one step. The commit applies them as those two would
     /// (`old` is stale after it; the provisional resolves to the new handle, in the slot a
     /// create right after that destroy takes: `old`'s own, one generation on, unless the
-    /// release retires it at the terminal generation), and *in place* when `old` holds
-    /// exactly the bundle's types: the replacement takes `old`'s rows in every pool (values
-    /// overwritten, no row moved, no group packed or unpacked). What a particle system's
-    /// expiry and respawn needs.
+    /// release retires it at the terminal generation), and *in place* when `old` and the
+    /// bundle share a component type: the replacement takes `old`'s row in every pool of a
+    /// shared type (value overwritten, no row moved, no group of shared types packed or
+    /// unpacked); `old`'s other rows are removed and the bundle's other components appended,
+    /// as a remove and a spawn would. What a particle system's expiry and respawn needs.
     ///
     /// # Errors
     /// As `destroy` and `spawn`; nothing is recorded or marked.

@@ -350,79 +350,190 @@ pub(crate) const MAX_REPLACEMENT: usize = 8;
 /// The components of a replacement: each one's type and value bytes.
 pub(crate) type Replacement<'b> = [(TypeId, &'b [u8])];
 
-/// Whether every pool holds `entity` exactly when `parts` has a value of its type (of the type's
-/// size), each type once: then the replacement takes `entity`'s rows in place.
-struct SameTypes<'r, 'b> {
-    entity: EntityId,
+/// How a replacement meets its predecessor's rows: in roster order, the part that takes each
+/// row it has a type for, and how many rows it has no type for.
+struct Classify<'r, 'b> {
+    slot: u32,
     parts: &'r Replacement<'b>,
-    /// Bit `k`: `parts[k]` matched a pool.
+    /// `order[n]`: the part of the `n`-th pool (roster order) holding the predecessor.
+    order: [u8; MAX_REPLACEMENT],
+    shared: usize,
+    /// Bit `k`: `parts[k]` takes a row.
     matched: u32,
-    same: bool,
+    /// The predecessor's rows no part takes.
+    drops: usize,
+    /// False when a part's size is not its type's.
+    ok: bool,
 }
 
-impl<A: Allocator + Clone + 'static> PoolVisitor<A> for SameTypes<'_, '_> {
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        // A bound pool's entries are of live entities (the release invariant), and `entity`
-        // is alive: its slot's membership bit says whether the pool holds it.
-        let holds = pool.holds_slot(self.entity.slot());
+        // A bound pool's entries are of live entities (the release invariant), and the
+        // predecessor is alive: its slot's membership bit says whether the pool holds it.
+        if !pool.holds_slot(self.slot) {
+            return;
+        }
         let part = self
             .parts
             .iter()
             .position(|(id, _)| *id == TypeId::of::<T>());
-        if let Some(k) = part {
-            self.matched |= 1 << k;
-            self.same &= self.parts[k].1.len() == core::mem::size_of::<T>();
+        match (part, self.order.get_mut(self.shared)) {
+            (Some(k), Some(order)) => {
+                self.ok &= self.parts[k].1.len() == core::mem::size_of::<T>();
+                *order = k as u8;
+                self.shared += 1;
+                self.matched |= 1 << k;
+            }
+            (None, _) => self.drops += 1,
+            // More shared rows than parts: the parts' types are not distinct.
+            (Some(_), None) => self.ok = false,
         }
-        self.same &= holds == part.is_some();
     }
 }
 
-/// Gives each of `old`'s rows to `new` with the replacement's value of its type.
+/// The first type of the predecessor's rows that no part takes.
+struct FirstDropped<'r, 'b> {
+    slot: u32,
+    parts: &'r Replacement<'b>,
+    found: Option<TypeId>,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for FirstDropped<'_, '_> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let id = TypeId::of::<T>();
+        if self.found.is_none()
+            && pool.holds_slot(self.slot)
+            && self.parts.iter().all(|(p, _)| *p != id)
+        {
+            self.found = Some(id);
+        }
+    }
+}
+
+/// Gives each of `old`'s rows to `new` with the value of the part [`Classify`] found for it.
 struct ReplaceRows<'r, 'b> {
     old: EntityKey,
     new: EntityKey,
     parts: &'r Replacement<'b>,
-    replaced: u64,
+    order: &'r [u8],
+    replaced: usize,
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
     #[inline(always)]
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        let Some(&(_, bytes)) = self.parts.iter().find(|(id, _)| *id == TypeId::of::<T>()) else {
+        // `old` and `new` share the slot: the pools holding it are the ones `Classify` saw
+        // holding `old`, in the same order (one borrow of the pools, and nothing between
+        // changed a pool's membership). A part of another size replaces nothing, and the
+        // caller's count check stops the commit.
+        if !pool.holds_slot(self.old.slot()) {
+            return;
+        }
+        let Some(&k) = self.order.get(self.replaced) else {
+            return;
+        };
+        let Some(&(_, bytes)) = self.parts.get(usize::from(k)) else {
             return;
         };
         if let Ok(value) = bytemuck::try_pod_read_unaligned::<T>(bytes) {
-            self.replaced += u64::from(pool.replace_key(self.old, self.new, value));
+            self.replaced += usize::from(pool.replace_key(self.old, self.new, value));
         }
     }
 }
 
 /// Destroys `old` and creates its replacement holding exactly `parts` (distinct roster types,
-/// at most [`MAX_REPLACEMENT`]) *in place* when `old` holds exactly those types and its slot
-/// is not retired by the release: as [`destroy_run`] of `old` followed by a create and a fresh
-/// insert of each part would, except that the new entity (the next generation of `old`'s slot,
-/// the one that create would take: the free stack is LIFO) takes `old`'s rows, so no pool
-/// moves a row, no group packs or unpacks, and layout stamps are kept. Returns `None`, with
-/// nothing changed, when it does not apply.
+/// at most [`MAX_REPLACEMENT`]) *in place* when the two share a component type and `old`'s
+/// slot is not retired by the release: as [`destroy_run`] of `old` followed by a create and a
+/// fresh insert of each part would, except that the new entity (the next generation of
+/// `old`'s slot, the one that create would take: the free stack is LIFO) takes `old`'s row in
+/// every pool of a shared type: no such row moves, no group of only shared types packs or
+/// unpacks, and those pools keep their layout and cluster stamps. `old`'s rows of types the
+/// replacement lacks are removed first (as `remove` does: groups unpacked), the parts of types
+/// `old` lacked inserted last (as a spawn's: groups packed). Returns `None` when it does not
+/// apply: nothing changed (but for a hand-written roster that hands out other pools between
+/// the removals and the release: `old` may have lost rows then, which the caller's destroy
+/// of `old` would remove anyway).
 ///
 /// # Errors
-/// As [`destroy_run`] for `old`, and [`WorldError::SequenceExhausted`]; nothing changes.
+/// As [`destroy_run`] for `old`, and [`WorldError::SequenceExhausted`]; nothing changes. (A
+/// hand-written roster that hands out other pools between calls can make a removal or an
+/// insert fail half way, as it can stop a commit.)
 pub(crate) fn replace_in_place<W: Roster>(
     world: &mut W,
     old: EntityId,
     parts: &Replacement<'_>,
 ) -> Result<Option<EntityId>, WorldError> {
+    if parts.is_empty() || parts.len() > MAX_REPLACEMENT || old.generation() == TERMINAL_GENERATION
+    {
+        return Ok(None);
+    }
+    let (new, matched) = match replace_rows(world, old, parts)? {
+        Replaced::Done(new, matched) => (new, matched),
+        Replaced::Not => return Ok(None),
+        Replaced::DropFirst(drops) => {
+            // Rows of types the replacement lacks leave first, as `remove` takes them
+            // (groups unpacked); then the rows left are exactly the shared types'.
+            for _ in 0..drops {
+                let mut first = FirstDropped {
+                    slot: old.slot(),
+                    parts,
+                    found: None,
+                };
+                world.parts().1.visit(&mut first);
+                match first.found {
+                    Some(id) => super::commands::remove_type(world, old, id)?,
+                    None => break,
+                }
+            }
+            match replace_rows(world, old, parts)? {
+                Replaced::Done(new, matched) => (new, matched),
+                // Only a roster handing out other pools than before gets here: `old` is
+                // destroyed by the caller's fallback (the removals above are part of that
+                // destroy).
+                Replaced::Not | Replaced::DropFirst(_) => return Ok(None),
+            }
+        }
+    };
+    // The parts of types `old` lacked, as a spawn appends them (groups packed; the pools get
+    // no shared stamp).
+    let mut layout = BundleLayout::NONE;
+    for (k, &(id, bytes)) in parts.iter().enumerate() {
+        if matched & (1 << k) == 0 {
+            super::commands::insert_fresh_bytes(world, new, id, bytes, &mut layout)?;
+        }
+    }
+    Ok(Some(new))
+}
+
+/// What one in-place step did.
+enum Replaced {
+    /// `old` released and the replacement created on its rows; the parts whose bit is clear
+    /// in the mask are still to insert.
+    Done(EntityId, u32),
+    /// Nothing changed; the replacement does not apply in place.
+    Not,
+    /// Nothing changed; `old` first loses this many rows of types no part has.
+    DropFirst(usize),
+}
+
+/// The in-place step of [`replace_in_place`], under one borrow of the world: checks, and when
+/// `old`'s rows are all of the parts' types (at least one), releases `old`, creates the
+/// replacement and hands it those rows.
+fn replace_rows<W: Roster>(
+    world: &mut W,
+    old: EntityId,
+    parts: &Replacement<'_>,
+) -> Result<Replaced, WorldError> {
     let (registry, durable, mut pools) = world.durable_parts();
     let registry = &mut registry.0;
     let durable = &mut durable.0;
     if !all_bound(registry, &mut pools) || durable.owner() != registry.owner() {
         return Err(WorldError::ForeignPool);
     }
-    let m = parts.len() as u64;
-    // The release, the create, and a removal and a fresh insert per part, as the destroy and
-    // the spawn it stands for would count.
-    registry.check_entity_change(old, 2 + 2 * m)?;
+    // Phase and liveness (the release and the create; the rest once classified below).
+    registry.check_entity_change(old, 2)?;
     if durable.is_protected(old) {
         return Err(WorldError::Protected);
     }
@@ -433,19 +544,25 @@ pub(crate) fn replace_in_place<W: Roster>(
     if registry.last_sequence() == u64::MAX {
         return Err(WorldError::SequenceExhausted);
     }
-    if parts.is_empty() || parts.len() > MAX_REPLACEMENT || old.generation() == TERMINAL_GENERATION
-    {
-        return Ok(None);
-    }
-    let mut same = SameTypes {
-        entity: old,
+    let mut plan = Classify {
+        slot: old.slot(),
         parts,
+        order: [0; MAX_REPLACEMENT],
+        shared: 0,
         matched: 0,
-        same: true,
+        drops: 0,
+        ok: true,
     };
-    pools.visit(&mut same);
-    if !same.same || same.matched != (1u32 << parts.len()) - 1 {
-        return Ok(None);
+    pools.visit(&mut plan);
+    if !plan.ok || plan.shared == 0 {
+        return Ok(Replaced::Not);
+    }
+    // What the destroy and the spawn it stands for would count: the release, a removal per
+    // row, the create, a fresh insert per part (the preflight reserved at least that).
+    let rows = (plan.shared + plan.drops) as u64;
+    registry.check_revisions(2 + rows + parts.len() as u64)?;
+    if plan.drops > 0 {
+        return Ok(Replaced::DropFirst(plan.drops));
     }
     durable.detach(registry, old);
     registry.release_charged(old, 0);
@@ -461,14 +578,19 @@ pub(crate) fn replace_in_place<W: Roster>(
         old: EntityKey::of(old),
         new: EntityKey::of(new),
         parts,
+        order: &plan.order[..plan.shared],
         replaced: 0,
     };
     pools.visit(&mut rows);
     // Every pool holding `old` held it at the check above and took the replacement (the same
     // pools: one `durable_parts` borrow).
-    assert_eq!(rows.replaced, m, "every row of the predecessor is replaced");
-    registry.advance_revision(2 * m);
-    Ok(Some(new))
+    assert_eq!(
+        rows.replaced, plan.shared,
+        "every row of the predecessor is replaced"
+    );
+    // A removal and a fresh insert per row taken over.
+    registry.advance_revision(2 * plan.shared as u64);
+    Ok(Replaced::Done(new, plan.matched))
 }
 
 /// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep

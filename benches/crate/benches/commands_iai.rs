@@ -1,6 +1,7 @@
 //! iai-callgrind instruction counts of `CommandBuffer` recording and commit: 1 000 destroys,
 //! 1 000 spawns of a two-component bundle (3 000 commands), and 1 000 replacements of an entity
-//! by a bundle of its own four types (as `respawn`, in place, and as a destroy and a spawn), on
+//! by a bundle of its own four types (as `respawn`, in place, and as a destroy and a spawn), and
+//! 2 000 respawns by bundles that share some of their predecessor's types, on
 //! a world of 10 000 entities with five pools and one owned group (as `benches/commands.rs`).
 #![allow(missing_docs)] // iai-callgrind generates undocumented modules
 
@@ -62,7 +63,7 @@ fn world() -> State {
     (
         g,
         ids,
-        CommandBuffer::try_with_capacity(6 * K, 64 * K).unwrap(),
+        CommandBuffer::try_with_capacity(12 * K, 128 * K).unwrap(),
     )
 }
 
@@ -118,6 +119,27 @@ fn respawns_recorded() -> State {
 fn destroys_then_spawns_recorded() -> State {
     let mut s = world();
     record_destroys_then_spawns(&mut s);
+    s
+}
+
+/// `record_destroys`'s entities respawned without their rotation, and the entities after
+/// them (position, health) respawned with a velocity and a rotation too: each replacement
+/// shares some types with its predecessor (in place for those, the others removed or
+/// inserted; the second kind packs into the group).
+fn mixed_respawns_recorded() -> State {
+    let mut s = world();
+    let (g, ids, cmd) = &mut s;
+    for (i, &e) in ids.iter().step_by(N / K).take(K).enumerate() {
+        let r = cmd.respawn(
+            &g.registry,
+            e,
+            (Position([i as f32; 3]), Health(2.0), Velocity([2.0; 3])),
+        );
+        black_box(r.unwrap());
+    }
+    for (i, &e) in ids.iter().skip(1).step_by(N / K).take(K).enumerate() {
+        black_box(cmd.respawn(&g.registry, e, replacement(i)).unwrap());
+    }
     s
 }
 
@@ -186,10 +208,18 @@ fn commit_destroy_spawn4((mut g, _, mut cmd): State) -> usize {
     g.registry.len()
 }
 
+#[library_benchmark]
+#[bench::k1000(setup = mixed_respawns_recorded)]
+fn commit_respawn_mixed((mut g, _, mut cmd): State) -> usize {
+    g.begin_structural();
+    g.commit(&mut cmd).unwrap();
+    g.registry.len()
+}
+
 library_benchmark_group!(
     name = commands;
     benchmarks = record_destroy, commit_destroy, record_spawn2, commit_spawn2, record_respawn4,
-        commit_respawn4, commit_destroy_spawn4
+        commit_respawn4, commit_destroy_spawn4, commit_respawn_mixed
 );
 
 main!(library_benchmark_groups = commands);
