@@ -20,9 +20,9 @@
 //! to the other plans until the next `cluster`. Values may change freely through
 //! `values_mut`, `get_mut` and joins (an `insert`, even one that replaces a value, counts as
 //! a key change). A commit's in-place `respawn` keeps the stamps of the pools whose rows it
-//! hands over: in each the replacement takes the old entity's row, and among the pools whose
-//! stamps survive its membership is the old entity's (a pool it removes a row from or appends
-//! one to resets its stamp), so every run stays exact for every join the runs plan serves.
+//! hands over (the replacement takes the old entity's row in each) when no pool of their
+//! cluster loses or gains the slot: the row keeps its signature, so every run stays exact.
+//! Otherwise those pools reset theirs too, as the pools that lost or gained the slot did.
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
 //! within the rows, one run of each signature, equal lengths across columns) when it is built.

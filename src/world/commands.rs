@@ -586,9 +586,10 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// create right after that destroy takes: `old`'s own, one generation on, unless the
     /// release retires it at the terminal generation), and *in place* when `old` and the
     /// bundle share a component type: the replacement takes `old`'s row in every pool of a
-    /// shared type (value overwritten, no row moved, no group of shared types packed or
-    /// unpacked); `old`'s other rows are removed and the bundle's other components appended,
-    /// as a remove and a spawn would. What a particle system's expiry and respawn needs.
+    /// shared type (value overwritten, the row left where it is); `old`'s other rows are
+    /// removed and the bundle's other components appended, as a remove and a spawn would
+    /// (a group holding a shared type and one of those unpacks or packs, which moves the
+    /// shared rows it holds). What a particle system's expiry and respawn needs.
     ///
     /// # Errors
     /// As `destroy` and `spawn`; nothing is recorded or marked.

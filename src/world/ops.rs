@@ -100,13 +100,6 @@ fn grouped<W: Roster, T: Pod>() -> bool {
     W::Groups::index_of(TypeId::of::<T>()).is_some()
 }
 
-/// Unpacks `entity` from every group containing `T` that it is packed in.
-#[inline(always)]
-fn unpack_groups_of<W: Roster, T: Pod>(world: &mut W, entity: EntityId) {
-    let mut pools = world.parts().1;
-    repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(&[TypeId::of::<T>()]), false);
-}
-
 /// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).
 #[inline(always)]
 pub(crate) fn insert<W: Roster, T: Pod>(
@@ -219,21 +212,33 @@ pub(crate) fn remove<W: Roster, T: Pod>(
     remove_as::<true, W, T>(world, entity)
 }
 
-/// [`remove`], checking the change when `CHECK` (see [`insert_as`]).
+/// [`remove`], checking the change when `CHECK` (see [`insert_as`]). The checks, the
+/// unpacking and the removal take one borrow of the pools: a roster runs code of its own on
+/// every `parts` call, which could otherwise change the entity's memberships between the
+/// unpacking and the removal and leave a group unpacked.
 #[inline(always)]
 fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,
 ) -> Result<Option<T>, WorldError> {
+    let (registry, mut pools) = world.parts();
+    let registry = &mut registry.0;
+    // A batch (`!CHECK`) checked its groups' member pools with the column's pool.
+    if CHECK && grouped::<W, T>() && !groups_owned::<W, T>(&mut pools, registry.owner()) {
+        return Err(WorldError::ForeignPool);
+    }
+    match pools.get::<T>() {
+        None => return Err(WorldError::UnknownComponent),
+        Some(pool) if pool.owner() != registry.owner() => return Err(WorldError::ForeignPool),
+        Some(_) => {}
+    }
     if CHECK {
-        let (registry, _) = member::<W, T>(world)?;
         registry.check_member_change(entity)?;
     }
     if grouped::<W, T>() {
-        unpack_groups_of::<W, T>(world, entity);
+        repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(&[TypeId::of::<T>()]), false);
     }
-    // The groups' member pools were checked above (`CHECK`) or with the batch's pool.
-    let (registry, pool) = member_with::<W, T>(world, false)?;
+    let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
     let value = pool.remove_validated(entity);
     registry.advance_revision(u64::from(value.is_some()));
     Ok(value)
@@ -362,8 +367,67 @@ struct Classify<'r, 'b> {
     matched: u32,
     /// The predecessor's rows no part takes.
     drops: usize,
+    /// The cluster stamps of the pools losing or gaining the slot.
+    changed: &'r mut ChangedClusters,
     /// False when a part's size is not its type's.
     ok: bool,
+}
+
+/// The cluster stamps of the pools a partial replacement removes a row from or appends one to:
+/// the pools that share one of them and keep their row must drop their stamp too (the row's
+/// signature in that cluster changes).
+#[derive(Default)]
+struct ChangedClusters {
+    stamps: [u64; 4],
+    len: usize,
+    /// More distinct stamps than `stamps` holds: every kept row's pool drops its stamp.
+    all: bool,
+}
+
+impl ChangedClusters {
+    fn add(&mut self, stamp: u64) {
+        if stamp == 0 || self.stamps[..self.len].contains(&stamp) {
+            return;
+        }
+        match self.stamps.get_mut(self.len) {
+            Some(free) => {
+                *free = stamp;
+                self.len += 1;
+            }
+            None => self.all = true,
+        }
+    }
+
+    /// Whether no pool's stamp is to drop.
+    fn is_empty(&self) -> bool {
+        self.len == 0 && !self.all
+    }
+
+    /// Whether a kept row's pool with cluster stamp `stamp` keeps it.
+    fn keeps(&self, stamp: u64) -> bool {
+        stamp == 0 || (!self.all && !self.stamps[..self.len].contains(&stamp))
+    }
+}
+
+/// Adds the cluster stamps of the pools that take a part of `parts` whose bit in `matched` is
+/// clear (the pools a replacement appends to).
+struct AddedClusters<'r, 'b> {
+    parts: &'r Replacement<'b>,
+    matched: u32,
+    changed: &'r mut ChangedClusters,
+}
+
+impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AddedClusters<'_, '_> {
+    #[inline(always)]
+    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+        let part = self
+            .parts
+            .iter()
+            .position(|(id, _)| *id == TypeId::of::<T>());
+        if part.is_some_and(|k| self.matched & (1 << k) == 0) {
+            self.changed.add(pool.cluster_stamp());
+        }
+    }
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
@@ -385,7 +449,10 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
                 self.shared += 1;
                 self.matched |= 1 << k;
             }
-            (None, _) => self.drops += 1,
+            (None, _) => {
+                self.drops += 1;
+                self.changed.add(pool.cluster_stamp());
+            }
             // More shared rows than parts: the parts' types are not distinct.
             (Some(_), None) => self.ok = false,
         }
@@ -418,6 +485,10 @@ struct ReplaceRows<'r, 'b> {
     new: EntityKey,
     parts: &'r Replacement<'b>,
     order: &'r [u8],
+    /// `None`: every pool keeps its cluster stamp.
+    changed: Option<&'r ChangedClusters>,
+    /// Pools holding the slot seen so far.
+    seen: usize,
     replaced: usize,
 }
 
@@ -426,19 +497,30 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
     fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
         // `old` and `new` share the slot: the pools holding it are the ones `Classify` saw
         // holding `old`, in the same order (one borrow of the pools, and nothing between
-        // changed a pool's membership). A part of another size replaces nothing, and the
+        // changed a pool's membership). A part of another type replaces nothing, and the
         // caller's count check stops the commit.
         if !pool.holds_slot(self.old.slot()) {
             return;
         }
-        let Some(&k) = self.order.get(self.replaced) else {
+        let n = self.seen;
+        self.seen += 1;
+        let Some(&(id, bytes)) = self
+            .order
+            .get(n)
+            .and_then(|&k| self.parts.get(usize::from(k)))
+        else {
             return;
         };
-        let Some(&(_, bytes)) = self.parts.get(usize::from(k)) else {
+        if id != TypeId::of::<T>() {
             return;
-        };
+        }
         if let Ok(value) = bytemuck::try_pod_read_unaligned::<T>(bytes) {
             self.replaced += usize::from(pool.replace_key(self.old, self.new, value));
+            if let Some(changed) = self.changed {
+                if !changed.keeps(pool.cluster_stamp()) {
+                    pool.leave_cluster();
+                }
+            }
         }
     }
 }
@@ -448,10 +530,11 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
 /// slot is not retired by the release: as [`destroy_run`] of `old` followed by a create and a
 /// fresh insert of each part would, except that the new entity (the next generation of
 /// `old`'s slot, the one that create would take: the free stack is LIFO) takes `old`'s row in
-/// every pool of a shared type: no such row moves, no group of only shared types packs or
-/// unpacks, and those pools keep their layout and cluster stamps. `old`'s rows of types the
-/// replacement lacks are removed first (as `remove` does: groups unpacked), the parts of types
-/// `old` lacked inserted last (as a spawn's: groups packed). Returns `None` when it does not
+/// every pool of a shared type, where it stands, and those pools keep their layout stamps
+/// (and their cluster stamps when no pool of their cluster loses or gains the slot). `old`'s
+/// rows of types the replacement lacks are removed first (as `remove` does: groups unpacked,
+/// which moves the shared rows of a group that held one of them), the parts of types `old`
+/// lacked inserted last (as a spawn's: groups packed, likewise). Returns `None` when it does not
 /// apply: nothing changed (but for a hand-written roster that hands out other pools between
 /// the removals and the release: `old` may have lost rows then, which the caller's destroy
 /// of `old` would remove anyway).
@@ -469,7 +552,10 @@ pub(crate) fn replace_in_place<W: Roster>(
     {
         return Ok(None);
     }
-    let (new, matched) = match replace_rows(world, old, parts)? {
+    // The cluster stamps of the pools losing or gaining the slot, kept from the first step
+    // (the removals reset the stamps of the pools they remove from).
+    let mut changed = ChangedClusters::default();
+    let (new, matched) = match replace_rows(world, old, parts, &mut changed)? {
         Replaced::Done(new, matched) => (new, matched),
         Replaced::Not => return Ok(None),
         Replaced::DropFirst(drops) => {
@@ -487,7 +573,7 @@ pub(crate) fn replace_in_place<W: Roster>(
                     None => break,
                 }
             }
-            match replace_rows(world, old, parts)? {
+            match replace_rows(world, old, parts, &mut changed)? {
                 Replaced::Done(new, matched) => (new, matched),
                 // Only a roster handing out other pools than before gets here: `old` is
                 // destroyed by the caller's fallback (the removals above are part of that
@@ -525,6 +611,7 @@ fn replace_rows<W: Roster>(
     world: &mut W,
     old: EntityId,
     parts: &Replacement<'_>,
+    changed: &mut ChangedClusters,
 ) -> Result<Replaced, WorldError> {
     let (registry, durable, mut pools) = world.durable_parts();
     let registry = &mut registry.0;
@@ -551,6 +638,7 @@ fn replace_rows<W: Roster>(
         shared: 0,
         matched: 0,
         drops: 0,
+        changed,
         ok: true,
     };
     pools.visit(&mut plan);
@@ -559,10 +647,18 @@ fn replace_rows<W: Roster>(
     }
     // What the destroy and the spawn it stands for would count: the release, a removal per
     // row, the create, a fresh insert per part (the preflight reserved at least that).
-    let rows = (plan.shared + plan.drops) as u64;
-    registry.check_revisions(2 + rows + parts.len() as u64)?;
+    let held = (plan.shared + plan.drops) as u64;
+    registry.check_revisions(2 + held + parts.len() as u64)?;
     if plan.drops > 0 {
         return Ok(Replaced::DropFirst(plan.drops));
+    }
+    let (order, shared, matched) = (plan.order, plan.shared, plan.matched);
+    if matched != (1u32 << parts.len()) - 1 {
+        pools.visit(&mut AddedClusters {
+            parts,
+            matched,
+            changed: plan.changed,
+        });
     }
     durable.detach(registry, old);
     registry.release_charged(old, 0);
@@ -578,19 +674,21 @@ fn replace_rows<W: Roster>(
         old: EntityKey::of(old),
         new: EntityKey::of(new),
         parts,
-        order: &plan.order[..plan.shared],
+        order: &order[..shared],
+        changed: (!changed.is_empty()).then_some(&*changed),
+        seen: 0,
         replaced: 0,
     };
     pools.visit(&mut rows);
     // Every pool holding `old` held it at the check above and took the replacement (the same
     // pools: one `durable_parts` borrow).
     assert_eq!(
-        rows.replaced, plan.shared,
+        rows.replaced, shared,
         "every row of the predecessor is replaced"
     );
     // A removal and a fresh insert per row taken over.
-    registry.advance_revision(2 * plan.shared as u64);
-    Ok(Replaced::Done(new, plan.matched))
+    registry.advance_revision(2 * shared as u64);
+    Ok(Replaced::Done(new, matched))
 }
 
 /// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep
