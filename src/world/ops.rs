@@ -212,21 +212,31 @@ pub(crate) fn remove<W: Roster, T: Pod>(
     remove_as::<true, W, T>(world, entity)
 }
 
-/// [`remove`], checking the change when `CHECK` (see [`insert_as`]). The checks, the
-/// unpacking and the removal take one borrow of the pools: a roster runs code of its own on
-/// every `parts` call, which could otherwise change the entity's memberships between the
-/// unpacking and the removal and leave a group unpacked.
+/// [`remove`], checking the change when `CHECK` (see [`insert_as`]). For a grouped `T` the
+/// checks, the unpacking and the removal take one borrow of the pools: a roster runs code of
+/// its own on every `parts` call, which could otherwise change the entity's memberships
+/// between the unpacking and the removal and leave a group unpacked.
 #[inline(always)]
 fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
     world: &mut W,
     entity: EntityId,
 ) -> Result<Option<T>, WorldError> {
+    if !grouped::<W, T>() {
+        let (registry, pool) = member_with::<W, T>(world, false)?;
+        if CHECK {
+            registry.check_member_change(entity)?;
+        }
+        let value = pool.remove_validated(entity);
+        registry.advance_revision(u64::from(value.is_some()));
+        return Ok(value);
+    }
     let (registry, mut pools) = world.parts();
     let registry = &mut registry.0;
     // A batch (`!CHECK`) checked its groups' member pools with the column's pool.
-    if CHECK && grouped::<W, T>() && !groups_owned::<W, T>(&mut pools, registry.owner()) {
+    if CHECK && !groups_owned::<W, T>(&mut pools, registry.owner()) {
         return Err(WorldError::ForeignPool);
     }
+    // Checked in the list: the unpacking needs it there.
     match pools.get::<T>() {
         None => return Err(WorldError::UnknownComponent),
         Some(pool) if pool.owner() != registry.owner() => return Err(WorldError::ForeignPool),
@@ -235,9 +245,7 @@ fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
     if CHECK {
         registry.check_member_change(entity)?;
     }
-    if grouped::<W, T>() {
-        repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(&[TypeId::of::<T>()]), false);
-    }
+    repack::<W::Groups, W::Alloc, _>(&mut pools, entity, Some(&[TypeId::of::<T>()]), false);
     let pool = pools.take::<T>().ok_or(WorldError::UnknownComponent)?;
     let value = pool.remove_validated(entity);
     registry.advance_revision(u64::from(value.is_some()));
