@@ -173,6 +173,10 @@ where
 }
 
 fn check_joins(w: &mut World, m: &Model) {
+    assert!(
+        w.check_clusters(),
+        "a cluster's runs disagree with its pools' membership"
+    );
     for external in 0..3u8 {
         let got = rows(join((&w.c, &w.d)), external, |(e, (c, d))| {
             (e, vec![Some(c.0), Some(d.0)])

@@ -2,8 +2,9 @@
 //! 529c7e5): a wider differential of respawn against destroy + spawn (every overlap shape of
 //! six types, nested groups, clusters over three ungrouped pools and over grouped pools that
 //! pack nothing, shared layout stamps from batch spawns), checking joins with optional and
-//! excluded columns against the per-entity rows; the runs plan's order after a partial
-//! respawn; a hostile roster acting at every step of one.
+//! excluded columns against the per-entity rows and every cluster against its pools'
+//! membership; the runs plan's order after a partial respawn; a hostile roster acting at
+//! every step of one.
 
 #![allow(missing_docs, missing_debug_implementations)]
 
@@ -215,10 +216,11 @@ fn partial_respawn_differential_ungrouped() {
 // Deterministic probes of the documented claims.
 // ---------------------------------------------------------------------------------------------
 
-/// docs/world.md ("Iteration order"): "`join`: ... ascending signature then slot under the
-/// runs plan". A partial respawn changes the replacement's signature when a pool of the
-/// cluster loses or gains its slot, so the kept rows' pools of that cluster drop their stamp
-/// (the review found them kept: the runs plan then returned the right set in the wrong order).
+/// docs/world.md ("Iteration order"): "ascending signature (as the last `cluster` recorded
+/// it) then slot under the runs plan". A partial respawn that drops a clustered pool's row
+/// keeps the other pools' stamps: the replacement stays in its recorded run, whose signature
+/// restricted to the pools still clustered is its membership (the review first read the
+/// order as the current signature's; the docs now say which).
 #[test]
 fn runs_plan_order_after_partial_respawn() {
     let mut w = P::try_new(8).unwrap();
@@ -232,10 +234,16 @@ fn runs_plan_order_after_partial_respawn() {
     w.commit(&mut cmd).unwrap();
     let new = cmd.resolve(p).unwrap();
     assert_eq!(new.slot(), old.slot());
+    assert!(w.check_clusters());
+    let j = join((&w.c, &w.e));
+    assert_eq!(j.plan(), JoinPlan::Runs, "c and e kept their stamp");
+    let got: Vec<_> = j.map(|(e, (c, x))| (e, c.0, x.0)).collect();
+    // Recorded signatures {c, e} (other) before {c, d, e} (the replacement).
+    assert_eq!(got, vec![(other, 1, 1), (new, 2, 2)]);
     assert_ne!(
-        join((&w.c, &w.e)).plan(),
+        join((&w.c, &w.d)).plan(),
         JoinPlan::Runs,
-        "d's cluster changed"
+        "d left the cluster"
     );
     // Re-clustered: both {c, e}, by slot.
     cluster((&mut w.c, &mut w.d, &mut w.e)).unwrap();

@@ -20,9 +20,16 @@
 //! to the other plans until the next `cluster`. Values may change freely through
 //! `values_mut`, `get_mut` and joins (an `insert`, even one that replaces a value, counts as
 //! a key change). A commit's in-place `respawn` keeps the stamps of the pools whose rows it
-//! hands over (the replacement takes the old entity's row in each) when no pool of their
-//! cluster loses or gains the slot: the row keeps its signature, so every run stays exact.
-//! Otherwise those pools reset theirs too, as the pools that lost or gained the slot did.
+//! hands over (the replacement takes the old entity's row in each); a pool it removes a row
+//! from or appends one to resets its own, as any change does.
+//!
+//! So a run's signature is the one `cluster` recorded, and restricted to the pools still
+//! holding the stamp it is every entity's membership among them: what the runs plan reads
+//! (it visits the runs whose signature holds every column, all of them pools with the stamp).
+//! A pool that left the cluster keeps its bit in the recorded signatures: an entity that lost
+//! or gained a row there since stays in its run, so the runs plan yields ascending *recorded*
+//! signature, then slot. [`WorldOps::check_clusters`](super::WorldOps::check_clusters) checks
+//! the invariant.
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
 //! within the rows, one run of each signature, equal lengths across columns) when it is built.
@@ -201,3 +208,66 @@ tuple_cluster!(3; T0 A0 0, T1 A1 1, T2 A2 2);
 tuple_cluster!(4; T0 A0 0, T1 A1 1, T2 A2 2, T3 A3 3);
 tuple_cluster!(5; T0 A0 0, T1 A1 1, T2 A2 2, T3 A3 3, T4 A4 4);
 tuple_cluster!(6; T0 A0 0, T1 A1 1, T2 A2 2, T3 A3 3, T4 A4 4, T5 A5 5);
+
+/// Collects the index of every pool with a cluster stamp.
+struct Clustered<'a, P, A> {
+    pools: P,
+    views: Vec<super::dense::Index<'a>>,
+    _alloc: core::marker::PhantomData<A>,
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: super::PoolsRefList<'a, A>> super::TypeVisitor
+    for Clustered<'a, P, A>
+{
+    fn visit<T: Pod>(&mut self) {
+        if let Some(pool) = self.pools.get::<T>() {
+            let ix = pool.index();
+            if ix.cluster != 0 {
+                self.views.push(ix);
+            }
+        }
+    }
+}
+
+/// Whether every cluster of a world's pools is exact (for tests and debugging; allocates): in
+/// each set of pools sharing a cluster stamp, the runs of each pool partition its entries in
+/// ascending signature order, and every entry sits in a run whose signature, restricted to
+/// the set, is its entity's membership in the set (the pools that left the cluster since do
+/// not count: no join of the runs plan reads them).
+pub(crate) fn clusters_exact<'a, C, A, P>(pools: P) -> bool
+where
+    C: super::ComponentList,
+    A: Allocator + Clone + 'static,
+    P: super::PoolsRefList<'a, A>,
+{
+    let mut seen = Clustered {
+        pools,
+        views: Vec::new(),
+        _alloc: core::marker::PhantomData,
+    };
+    C::each(&mut seen);
+    let views = &seen.views;
+    views.iter().all(|v| {
+        let set = || views.iter().filter(|w| w.cluster == v.cluster);
+        let mask = set().fold(0u32, |m, w| m | w.cluster_bit);
+        let mut next = 0usize;
+        let mut last: Option<u32> = None;
+        let runs_ok = v.runs.iter().all(|r| {
+            let (start, len) = (r.start as usize, r.len as usize);
+            let ordered = start == next && last.is_none_or(|l| l < r.sig);
+            next = start + len;
+            last = Some(r.sig);
+            ordered
+                && r.sig & v.cluster_bit != 0
+                && v.keys.get(start..start + len).is_some_and(|keys| {
+                    keys.iter().all(|k| {
+                        let held = set()
+                            .filter(|w| super::dense::member(w.bits, k.slot()))
+                            .fold(0u32, |m, w| m | w.cluster_bit);
+                        held == r.sig & mask
+                    })
+                })
+        });
+        runs_ok && next == v.keys.len()
+    })
+}

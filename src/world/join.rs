@@ -18,8 +18,8 @@
 //!   every visited run present with the same length in every column.
 //!
 //! Order: slot order under the bits plan, the dense order of the first pool under the aligned
-//! plan, the smallest pool's dense order under the driver plan, ascending signature then slot
-//! under the runs plan; deterministic for a given
+//! plan, the smallest pool's dense order under the driver plan, ascending signature (as the
+//! last `cluster` recorded it) then slot under the runs plan; deterministic for a given
 //! sequence of operations either way. No plan trusts the bitsets or the order facts for memory
 //! safety: every yielded index is confirmed against the key stored at it (the whole key, or
 //! for a world's pools, whose entries are all live, its slot) or is a rank (distinct bits of a

@@ -375,67 +375,8 @@ struct Classify<'r, 'b> {
     matched: u32,
     /// The predecessor's rows no part takes.
     drops: usize,
-    /// The cluster stamps of the pools losing or gaining the slot.
-    changed: &'r mut ChangedClusters,
     /// False when a part's size is not its type's.
     ok: bool,
-}
-
-/// The cluster stamps of the pools a partial replacement removes a row from or appends one to:
-/// the pools that share one of them and keep their row must drop their stamp too (the row's
-/// signature in that cluster changes).
-#[derive(Default)]
-struct ChangedClusters {
-    stamps: [u64; 4],
-    len: usize,
-    /// More distinct stamps than `stamps` holds: every kept row's pool drops its stamp.
-    all: bool,
-}
-
-impl ChangedClusters {
-    fn add(&mut self, stamp: u64) {
-        if stamp == 0 || self.stamps[..self.len].contains(&stamp) {
-            return;
-        }
-        match self.stamps.get_mut(self.len) {
-            Some(free) => {
-                *free = stamp;
-                self.len += 1;
-            }
-            None => self.all = true,
-        }
-    }
-
-    /// Whether no pool's stamp is to drop.
-    fn is_empty(&self) -> bool {
-        self.len == 0 && !self.all
-    }
-
-    /// Whether a kept row's pool with cluster stamp `stamp` keeps it.
-    fn keeps(&self, stamp: u64) -> bool {
-        stamp == 0 || (!self.all && !self.stamps[..self.len].contains(&stamp))
-    }
-}
-
-/// Adds the cluster stamps of the pools that take a part of `parts` whose bit in `matched` is
-/// clear (the pools a replacement appends to).
-struct AddedClusters<'r, 'b> {
-    parts: &'r Replacement<'b>,
-    matched: u32,
-    changed: &'r mut ChangedClusters,
-}
-
-impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AddedClusters<'_, '_> {
-    #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
-        let part = self
-            .parts
-            .iter()
-            .position(|(id, _)| *id == TypeId::of::<T>());
-        if part.is_some_and(|k| self.matched & (1 << k) == 0) {
-            self.changed.add(pool.cluster_stamp());
-        }
-    }
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
@@ -457,10 +398,7 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
                 self.shared += 1;
                 self.matched |= 1 << k;
             }
-            (None, _) => {
-                self.drops += 1;
-                self.changed.add(pool.cluster_stamp());
-            }
+            (None, _) => self.drops += 1,
             // More shared rows than parts: the parts' types are not distinct.
             (Some(_), None) => self.ok = false,
         }
@@ -493,8 +431,6 @@ struct ReplaceRows<'r, 'b> {
     new: EntityKey,
     parts: &'r Replacement<'b>,
     order: &'r [u8],
-    /// `None`: every pool keeps its cluster stamp.
-    changed: Option<&'r ChangedClusters>,
     /// Pools holding the slot seen so far.
     seen: usize,
     replaced: usize,
@@ -524,11 +460,6 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
         }
         if let Ok(value) = bytemuck::try_pod_read_unaligned::<T>(bytes) {
             self.replaced += usize::from(pool.replace_key(self.old, self.new, value));
-            if let Some(changed) = self.changed {
-                if !changed.keeps(pool.cluster_stamp()) {
-                    pool.leave_cluster();
-                }
-            }
         }
     }
 }
@@ -538,8 +469,8 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
 /// slot is not retired by the release: as [`destroy_run`] of `old` followed by a create and a
 /// fresh insert of each part would, except that the new entity (the next generation of
 /// `old`'s slot, the one that create would take: the free stack is LIFO) takes `old`'s row in
-/// every pool of a shared type, where it stands, and those pools keep their layout stamps
-/// (and their cluster stamps when no pool of their cluster loses or gains the slot). `old`'s
+/// every pool of a shared type, where it stands, and those pools keep their layout and
+/// cluster stamps (the pools losing or gaining the slot reset theirs, as any change does). `old`'s
 /// rows of types the replacement lacks are removed first (as `remove` does: groups unpacked,
 /// which moves the shared rows of a group that held one of them), the parts of types `old`
 /// lacked inserted last (as a spawn's: groups packed, likewise). Returns `None` when it does not
@@ -560,10 +491,7 @@ pub(crate) fn replace_in_place<W: Roster>(
     {
         return Ok(None);
     }
-    // The cluster stamps of the pools losing or gaining the slot, kept from the first step
-    // (the removals reset the stamps of the pools they remove from).
-    let mut changed = ChangedClusters::default();
-    let (new, matched) = match replace_rows(world, old, parts, &mut changed)? {
+    let (new, matched) = match replace_rows(world, old, parts)? {
         Replaced::Done(new, matched) => (new, matched),
         Replaced::Not => return Ok(None),
         Replaced::DropFirst(drops) => {
@@ -581,7 +509,7 @@ pub(crate) fn replace_in_place<W: Roster>(
                     None => break,
                 }
             }
-            match replace_rows(world, old, parts, &mut changed)? {
+            match replace_rows(world, old, parts)? {
                 Replaced::Done(new, matched) => (new, matched),
                 // Only a roster handing out other pools than before gets here: `old` is
                 // destroyed by the caller's fallback (the removals above are part of that
@@ -619,7 +547,6 @@ fn replace_rows<W: Roster>(
     world: &mut W,
     old: EntityId,
     parts: &Replacement<'_>,
-    changed: &mut ChangedClusters,
 ) -> Result<Replaced, WorldError> {
     let (registry, durable, mut pools) = world.durable_parts();
     let registry = &mut registry.0;
@@ -646,7 +573,6 @@ fn replace_rows<W: Roster>(
         shared: 0,
         matched: 0,
         drops: 0,
-        changed,
         ok: true,
     };
     pools.visit(&mut plan);
@@ -661,13 +587,6 @@ fn replace_rows<W: Roster>(
         return Ok(Replaced::DropFirst(plan.drops));
     }
     let (order, shared, matched) = (plan.order, plan.shared, plan.matched);
-    if matched != (1u32 << parts.len()) - 1 {
-        pools.visit(&mut AddedClusters {
-            parts,
-            matched,
-            changed: plan.changed,
-        });
-    }
     durable.detach(registry, old);
     registry.release_charged(old, 0);
     let new = registry.try_create_charged(0)?;
@@ -683,7 +602,6 @@ fn replace_rows<W: Roster>(
         new: EntityKey::of(new),
         parts,
         order: &order[..shared],
-        changed: (!changed.is_empty()).then_some(&*changed),
         seen: 0,
         replaced: 0,
     };
@@ -1232,6 +1150,14 @@ pub trait WorldOps: Roster {
         };
         super::group::by_size::<Self::Groups, _>(None, true, &mut check);
         check.ok
+    }
+
+    /// Checks every cluster's runs against its pools' membership (O(n × pools); allocates):
+    /// in each set of pools sharing a cluster stamp, each pool's runs partition its entries in
+    /// ascending signature order and every entry's run has its entity's signature among the
+    /// set; for tests and debugging (see [`cluster`](super::cluster)).
+    fn check_clusters(&self) -> bool {
+        super::cluster::clusters_exact::<Self::Components, Self::Alloc, _>(self.parts_ref().1)
     }
 
     /// Test hook (feature `test-hooks`): as

@@ -89,10 +89,12 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     live: bool,
     /// *Cluster stamp* ([`cluster`](super::cluster)): 0, or a stamp that only pools
     /// clustered together share while none of them changed its keys since but by an in-place
-    /// respawn (a row re-keyed in every pool of the cluster holding it, its signature
-    /// unchanged: [`replace_key`](Self::replace_key)); reset with the layout stamp by
-    /// [`dense_mut`](Self::dense_mut). Then `runs[..run_count]` partition
-    /// the entries by signature, and `cluster_bit` is this pool's bit in the signatures.
+    /// respawn (a row re-keyed where it stands: [`replace_key`](Self::replace_key)); reset
+    /// with the layout stamp by [`dense_mut`](Self::dense_mut). Then `runs[..run_count]`
+    /// partition the entries by their signature as the last `cluster` recorded it, in
+    /// ascending order; restricted to the pools still holding the stamp, a run's signature is
+    /// the membership of each entity in it (*cluster invariant*). `cluster_bit` is this
+    /// pool's bit in the signatures.
     cluster: u64,
     cluster_bit: u32,
     /// The bits of every pool of the cluster.
@@ -263,12 +265,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.cluster_bit = own;
         self.cluster_all = others.iter().fold(own, |a, &(bit, _)| a | bit);
         self.cluster = stamp;
-    }
-
-    /// The cluster stamp (0: none).
-    #[inline(always)]
-    pub(crate) fn cluster_stamp(&self) -> u64 {
-        self.cluster
     }
 
     /// The cluster stamp (0: none), this pool's bit and the bits of its whole cluster.
@@ -729,9 +725,9 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// Gives `old`'s entry to `new` (the next incarnation of its slot) with `value`, at the
     /// same dense index (a commit's in-place replacement). Both stamps are kept: the caller
     /// replaces `old` in every pool still holding it, so pools sharing a layout stamp held
-    /// `old` at the same index and all end with `new` there; and it calls
-    /// [`leave_cluster`](Self::leave_cluster) after this when a pool of the cluster lost or
-    /// gained the slot (the row's signature changed). `false` when `old` has no entry
+    /// `old` at the same index and all end with `new` there; and among the pools that keep a
+    /// cluster stamp the slot's membership is unchanged (a pool that lost or gained it reset
+    /// its own), so the row's run stays exact for them. `false` when `old` has no entry
     /// (nothing changed).
     pub(crate) fn replace_key(&mut self, old: EntityKey, new: EntityKey, value: T) -> bool {
         let (layout, cluster) = (self.layout, self.cluster);
@@ -741,13 +737,6 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         self.layout = layout;
         self.cluster = cluster;
         replaced
-    }
-
-    /// Resets the cluster stamp alone (its runs no longer partition the entries by
-    /// signature; the keys are unchanged, so the layout stamp stays).
-    #[inline(always)]
-    pub(crate) fn leave_cluster(&mut self) {
-        self.cluster = 0;
     }
 
     /// Removes the entries of `keys` in order (entities of this pool's registry: the caller
