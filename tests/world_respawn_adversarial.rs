@@ -11,10 +11,13 @@ use std::collections::{BTreeMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
 use ludus::world::{
-    cluster, join, CommandBuffer, ComponentPool, Durable, DurableParts, JoinPlan, PartsRef, Roster,
-    Stores, WorldError, WorldOps,
+    cluster, join, CommandBuffer, Durable, DurableParts, JoinPlan, PartsRef, Roster, Stores,
+    WorldError, WorldOps,
 };
 use ludus::EntityId;
+
+mod respawn_common;
+use respawn_common::{keys_unique, sg, Rng};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
@@ -34,11 +37,6 @@ pub struct E(u32);
 
 ludus::world! {
     pub struct Loose { pub a: A, pub b: B }
-}
-
-fn keys_unique<T: Pod>(pool: &ComponentPool<T>) -> bool {
-    let mut seen = HashSet::new();
-    pool.owners().iter().all(|e| seen.insert(e.slot()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,19 +224,6 @@ ludus::world! {
     groups { ab(a: A, b: B), abc(a: A, b: B, c: C) }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 type Row = [Option<u32>; 5];
 
 fn row_of(w: &R, e: EntityId) -> Row {
@@ -249,10 +234,6 @@ fn row_of(w: &R, e: EntityId) -> Row {
         w.get::<D>(e).map(|x| x.0),
         w.get::<E>(e).map(|x| x.0),
     ]
-}
-
-fn sg(e: EntityId) -> (u32, u32) {
-    (e.slot(), e.generation())
 }
 
 /// Per live entity (slot, generation): its components, its parent, its name, its child count.

@@ -11,8 +11,11 @@
 use std::collections::{BTreeMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
-use ludus::world::{cluster, join, opt, without, CommandBuffer, ComponentPool, JoinPlan, WorldOps};
+use ludus::world::{cluster, join, opt, without, CommandBuffer, JoinPlan, WorldOps};
 use ludus::EntityId;
+
+mod respawn_common;
+use respawn_common::{keys_unique, sg, Rng};
 
 macro_rules! comp {
     ($($n:ident),+) => {$(
@@ -32,24 +35,7 @@ ludus::world! {
     pub struct P { pub a: A, pub b: B, pub c: C, pub d: D, pub e: E, pub f: F }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 type Row = [Option<u32>; 6];
-
-fn sg(e: EntityId) -> (u32, u32) {
-    (e.slot(), e.generation())
-}
 
 /// Bundle shapes (bits a..f) the tests draw from.
 const SHAPES: [u8; 18] = [
@@ -155,11 +141,6 @@ macro_rules! with_mask {
     }};
 }
 
-fn keys_unique<T: Pod>(pool: &ComponentPool<T>) -> bool {
-    let mut seen = HashSet::new();
-    pool.owners().iter().all(|e| seen.insert(e.slot()))
-}
-
 thread_local! {
     static STATS: std::cell::RefCell<(usize, usize, usize, usize)> =
         const { std::cell::RefCell::new((0, 0, 0, 0)) };
@@ -177,14 +158,14 @@ mod grouped {
     use super::*;
     type Wd = W;
     const GROUPED: bool = true;
-    include!("partial_review_common/body.rs");
+    include!("respawn_common/partial_differential.rs");
 }
 
 mod plain {
     use super::*;
     type Wd = P;
     const GROUPED: bool = false;
-    include!("partial_review_common/body.rs");
+    include!("respawn_common/partial_differential.rs");
 }
 
 #[test]

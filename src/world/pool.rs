@@ -19,7 +19,7 @@ use crate::identity::OwnerToken;
 /// large removal batches (which compact, keeping the survivors' order), by owned groups
 /// (which swap members to the front), by [`sort_by_slot`](Self::sort_by_slot) and
 /// [`cluster`](super::cluster), and by a commit's in-place `respawn` (the replacement takes
-/// the old entity's row instead of being appended).
+/// the old entity's row, where both have the pool's type, instead of being appended).
 ///
 /// A pool answers for the entries it holds: `get` validates a handle against the stored key
 /// (slot, generation and the pool's owner token), not against the registry. A standalone pool
