@@ -82,6 +82,22 @@ fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize
     keys.get(d).is_some_and(|k| k.slot() == slot).then_some(d)
 }
 
+/// Which lookup a probe tries first ([`Index::dense_of_key_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// The driver's row, then the diagonal, then the sparse entry: pools filled in the same
+    /// order as the driver.
+    Near,
+    /// The diagonal, then the sparse entry: pools filled in slot order.
+    Diagonal,
+    /// The sparse entry, then the diagonal: pools in an order of their own (a group's, or
+    /// scrambled by churn), where the diagonal rarely holds the key.
+    Sparse,
+}
+
+/// Driver keys [`Index::probe_for`] samples.
+pub(crate) const PROBE_SAMPLE: usize = 16;
+
 /// Bits per membership word.
 pub(crate) const WORD_BITS: usize = 64;
 
@@ -179,6 +195,60 @@ impl<'p> Index<'p> {
             Some(hint)
         } else {
             locate(self.keys, self.sparse, key)
+        }
+    }
+
+    /// Dense index of `key` (a key of this pool's owner) by `probe`'s order of lookups. Every
+    /// order ends with both of [`locate`]'s lookups, so each finds every entry; the order
+    /// only decides which loads a hit costs.
+    #[inline(always)]
+    pub(crate) fn dense_of_key_by(
+        &self,
+        key: EntityKey,
+        hint: usize,
+        probe: Probe,
+    ) -> Option<usize> {
+        match probe {
+            Probe::Near => self.dense_of_key_near(key, hint),
+            Probe::Diagonal => locate(self.keys, self.sparse, key),
+            Probe::Sparse => {
+                let s = key.slot() as usize;
+                if let Some(&Sparse(d)) = self.sparse.get(s) {
+                    if self.keys.get(d as usize) == Some(&key) {
+                        return Some(d as usize);
+                    }
+                }
+                (self.keys.get(s) == Some(&key)).then_some(s)
+            }
+        }
+    }
+
+    /// The probe order for looking up `driver`'s keys here, from where a sample of up to
+    /// [`PROBE_SAMPLE`] of them (spread over `driver`) sit: at the driver's row (`Near`), on
+    /// their diagonal (`Diagonal`), or elsewhere (`Sparse`, read first). `Near` unless
+    /// another order serves at least half of the sampled keys this pool holds.
+    pub(crate) fn probe_for(&self, driver: &[EntityKey]) -> Probe {
+        let n = driver.len();
+        let k = n.min(PROBE_SAMPLE);
+        let (mut near, mut diagonal, mut held) = (0, 0, 0);
+        for j in 0..k {
+            let i = j * (n / k);
+            let key = driver[i];
+            if self.keys.get(i) == Some(&key) {
+                near += 1;
+            } else if self.keys.get(key.slot() as usize) == Some(&key) {
+                diagonal += 1;
+            } else if locate(self.keys, self.sparse, key).is_none() {
+                continue;
+            }
+            held += 1;
+        }
+        if held == 0 || 2 * near >= held {
+            Probe::Near
+        } else if 2 * diagonal >= held - near {
+            Probe::Diagonal
+        } else {
+            Probe::Sparse
         }
     }
 

@@ -26,7 +26,7 @@
 //! word give distinct ranks), and a join never mixes the two ways (a join partly consumed with
 //! `next` keeps its way in `fold`).
 
-use super::dense::{Index, Run, WORD_BITS};
+use super::dense::{Index, Probe, Run, WORD_BITS};
 use super::query::sealed::Sealed;
 use super::query::{IntoColumn, Role};
 use super::{EntityId, EntityKey};
@@ -110,6 +110,8 @@ pub struct Join<C> {
     word: usize,
     words: [u64; MAX_COLUMNS],
     ranks: [usize; MAX_COLUMNS],
+    /// Driver: each column's probe order, chosen from a sample of the driver's keys.
+    probes: [Probe; MAX_COLUMNS],
 }
 
 /// Joins a tuple of 2..=6 columns: `&pool`, `&mut pool`, [`opt`](super::opt)`(&pool)`,
@@ -279,6 +281,18 @@ macro_rules! tuple_join {
                 } else {
                     (Plan::Driver(driver), bound)
                 };
+                let mut probes = [Probe::Near; MAX_COLUMNS];
+                if let (Plan::Driver(driver), true) = (plan, end > 0) {
+                    let keys = match driver {
+                        $( $i => columns.$i.index().keys, )+
+                        _ => &[],
+                    };
+                    $(
+                        if $i != driver {
+                            probes[$i] = columns.$i.index().probe_for(keys);
+                        }
+                    )+
+                }
                 Join {
                     columns,
                     plan,
@@ -294,6 +308,7 @@ macro_rules! tuple_join {
                     word: 0,
                     words: [0; MAX_COLUMNS],
                     ranks: [0; MAX_COLUMNS],
+                    probes,
                 }
             }
 
@@ -414,6 +429,7 @@ macro_rules! tuple_join {
             unsafe fn driver_item(
                 columns: &mut ($($c,)+),
                 owner: OwnerToken,
+                probes: &[Probe; MAX_COLUMNS],
                 driver: usize,
                 i: usize,
             ) -> Option<(EntityId, ($(<$c as Sealed>::Item,)+))> {
@@ -426,9 +442,11 @@ macro_rules! tuple_join {
                         let ix = columns.$i.index();
                         match $c::ROLE {
                             Role::Required if driver == $i => i,
-                            Role::Required => ix.dense_of_key_near(key, i)?,
-                            Role::Optional => ix.dense_of_key_near(key, i).unwrap_or(usize::MAX),
-                            Role::Excluded => match ix.dense_of_key_near(key, i) {
+                            Role::Required => ix.dense_of_key_by(key, i, probes[$i])?,
+                            Role::Optional => {
+                                ix.dense_of_key_by(key, i, probes[$i]).unwrap_or(usize::MAX)
+                            }
+                            Role::Excluded => match ix.dense_of_key_by(key, i, probes[$i]) {
                                 Some(_) => return None,
                                 None => 0,
                             },
@@ -451,7 +469,7 @@ macro_rules! tuple_join {
             where
                 F: FnMut(Acc, (EntityId, ($(<$c as Sealed>::Item,)+))) -> Acc,
             {
-                let (owner, start, end) = (self.owner, self.next, self.end);
+                let (owner, start, end, probes) = (self.owner, self.next, self.end, self.probes);
                 let keys = match D {
                     $( $i => self.columns.$i.index().keys, )+
                     _ => &[],
@@ -471,12 +489,14 @@ macro_rules! tuple_join {
                             let ix = self.columns.$i.index();
                             match $c::ROLE {
                                 Role::Required if D == $i => i,
-                                Role::Required => match ix.dense_of_key_near(key, i) {
+                                Role::Required => match ix.dense_of_key_by(key, i, probes[$i]) {
                                     Some(d) => d,
                                     None => continue,
                                 },
-                                Role::Optional => ix.dense_of_key_near(key, i).unwrap_or(usize::MAX),
-                                Role::Excluded => match ix.dense_of_key_near(key, i) {
+                                Role::Optional => {
+                                    ix.dense_of_key_by(key, i, probes[$i]).unwrap_or(usize::MAX)
+                                }
+                                Role::Excluded => match ix.dense_of_key_by(key, i, probes[$i]) {
                                     Some(_) => continue,
                                     None => 0,
                                 },
@@ -777,7 +797,7 @@ macro_rules! tuple_join {
                             self.next += 1;
                             // SAFETY: `i < end`, each row once.
                             let item = unsafe {
-                                Self::driver_item(&mut self.columns, self.owner, driver, i)
+                                Self::driver_item(&mut self.columns, self.owner, &self.probes, driver, i)
                             };
                             if item.is_some() {
                                 return item;

@@ -942,6 +942,50 @@ mod tests {
         }
     }
 
+    /// Every probe order finds exactly the entries `dense_of` finds (other generations and
+    /// removed entries included), and `probe_for` picks the order that matches where a
+    /// driver's keys sit: at the driver's rows, on their diagonal, or elsewhere.
+    #[test]
+    fn probes_find_every_entry_and_follow_the_layout() {
+        use super::super::dense::Probe;
+        const N: u32 = 40;
+        let mut reg = EntityRegistry::try_with_capacity(64).unwrap();
+        let mut pool = || ComponentPool::<u32>::try_new(&mut reg).unwrap();
+        let (mut driver, mut twin, mut diagonal, mut shuffled) = (pool(), pool(), pool(), pool());
+        let e: std::vec::Vec<EntityId> = (0..N).map(|_| reg.try_create().unwrap()).collect();
+        for i in 0..N as usize {
+            let r = e[N as usize - 1 - i];
+            driver.insert(&mut reg, r, 0).unwrap();
+            twin.insert(&mut reg, r, 1).unwrap();
+            diagonal.insert(&mut reg, e[i], 2).unwrap();
+            shuffled.insert(&mut reg, e[i * 7 % N as usize], 3).unwrap();
+        }
+        for &gone in &[e[3], e[20], e[33]] {
+            twin.remove(&mut reg, gone).unwrap();
+            diagonal.remove(&mut reg, gone).unwrap();
+            shuffled.remove(&mut reg, gone).unwrap();
+        }
+        let keys = driver.index().keys;
+        assert_eq!(twin.index().probe_for(keys), Probe::Near);
+        assert_eq!(diagonal.index().probe_for(keys), Probe::Diagonal);
+        assert_eq!(shuffled.index().probe_for(keys), Probe::Sparse);
+        assert_eq!(driver.index().probe_for(&[]), Probe::Near);
+        for p in [&twin, &diagonal, &shuffled] {
+            let ix = p.index();
+            for (i, &id) in e.iter().enumerate() {
+                let stale = EntityId::from_raw_parts(id.owner(), id.slot(), id.generation() + 1);
+                for x in [id, stale] {
+                    let key = EntityKey::of(x);
+                    for probe in [Probe::Near, Probe::Diagonal, Probe::Sparse] {
+                        for hint in [i, N as usize - 1 - i, usize::MAX] {
+                            assert_eq!(ix.dense_of_key_by(key, hint, probe), ix.dense_of(x));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Debug builds check `publish`'s precondition that the slots have no entry.
     #[test]
     #[cfg(debug_assertions)]

@@ -50,6 +50,45 @@ impl Frame {
         self.order.push_back(slot);
     }
 
+    /// `movement` over every table with a velocity.
+    pub fn movement(&mut self) {
+        for t in self.tables.iter_mut().filter(|t| t.mask & 1 != 0) {
+            t.positions
+                .iter_mut()
+                .zip(&t.velocities)
+                .for_each(|(p, v)| movement(p, v));
+        }
+    }
+    /// `spin` over every table with a velocity and a rotation.
+    pub fn spin(&mut self) {
+        for t in self.tables.iter_mut().filter(|t| t.mask & 3 == 3) {
+            t.rotations
+                .iter_mut()
+                .zip(&t.velocities)
+                .for_each(|(r, v)| spin(r, v));
+        }
+    }
+    /// `decay` over every table with a `Data`.
+    pub fn decay(&mut self) {
+        for t in self.tables.iter_mut().filter(|t| t.mask & 4 != 0) {
+            t.data
+                .iter_mut()
+                .zip(&t.positions)
+                .for_each(|(d, p)| decay(d, p));
+        }
+    }
+    /// The structural step, deferred: the despawns are collected, then applied, then the spawns.
+    pub fn structural(&mut self) {
+        let old: Vec<u32> = self.order.drain(..FRAME_CHURN).collect();
+        for slot in old {
+            self.despawn(slot);
+        }
+        for k in 0..FRAME_CHURN {
+            self.spawn(self.next + k);
+        }
+        self.next += FRAME_CHURN;
+    }
+
     fn despawn(&mut self, slot: u32) {
         let (mask, row) = self.location[slot as usize];
         let t = &mut self.tables[usize::from(mask)];
@@ -93,33 +132,10 @@ impl Workload for Frame {
         f
     }
     fn run(&mut self) {
-        for t in self.tables.iter_mut().filter(|t| t.mask & 1 != 0) {
-            t.positions
-                .iter_mut()
-                .zip(&t.velocities)
-                .for_each(|(p, v)| movement(p, v));
-        }
-        for t in self.tables.iter_mut().filter(|t| t.mask & 3 == 3) {
-            t.rotations
-                .iter_mut()
-                .zip(&t.velocities)
-                .for_each(|(r, v)| spin(r, v));
-        }
-        for t in self.tables.iter_mut().filter(|t| t.mask & 4 != 0) {
-            t.data
-                .iter_mut()
-                .zip(&t.positions)
-                .for_each(|(d, p)| decay(d, p));
-        }
-        // Deferred: the despawns and spawns are collected, then applied.
-        let old: Vec<u32> = self.order.drain(..FRAME_CHURN).collect();
-        for slot in old {
-            self.despawn(slot);
-        }
-        for k in 0..FRAME_CHURN {
-            self.spawn(self.next + k);
-        }
-        self.next += FRAME_CHURN;
+        self.movement();
+        self.spin();
+        self.decay();
+        self.structural();
     }
     fn checksum(&self) -> u64 {
         let mut d = Digest::default();
