@@ -1089,6 +1089,7 @@ fn check(
         ctx()
     );
     assert!(w.check_groups(), "groups, {}", ctx());
+    assert!(w.check_pools(), "pool indexes, {}", ctx());
     let grouped = m
         .alive
         .values()

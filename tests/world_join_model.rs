@@ -177,6 +177,10 @@ fn check_joins(w: &mut World, m: &Model) {
         w.check_clusters(),
         "a cluster's runs disagree with its pools' membership"
     );
+    assert!(
+        w.check_pools(),
+        "a pool's sparse map, bitset or order fact is inexact"
+    );
     for external in 0..3u8 {
         let got = rows(join((&w.c, &w.d)), external, |(e, (c, d))| {
             (e, vec![Some(c.0), Some(d.0)])

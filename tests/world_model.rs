@@ -757,6 +757,7 @@ fn run<W: ModelWorld>(ops: Vec<Op>) {
             m.alive.values().filter(|r| r.b.is_some()).count()
         );
         assert!(w.check_groups());
+        assert!(w.check_pools());
         let both = m
             .alive
             .values()

@@ -147,6 +147,10 @@ fn run(ops: Vec<Op>) {
             }
         }
         assert_eq!(pool.len(), model.len());
+        assert!(
+            pool.check_index(),
+            "sparse map, bitset or order fact inexact"
+        );
         let mut stored: Vec<(u32, u32, u32)> = pool
             .iter()
             .map(|(e, &v)| (e.slot(), e.generation(), v))

@@ -244,6 +244,7 @@ fn observe(w: &mut R) -> Observed {
     use ludus::world::DurableOps;
     assert!(w.check_groups());
     assert!(w.check_clusters());
+    assert!(w.check_pools());
     assert!(keys_unique(&w.a) && keys_unique(&w.b) && keys_unique(&w.c));
     assert!(keys_unique(&w.d) && keys_unique(&w.e));
     // Every row of every pool is of a live entity.

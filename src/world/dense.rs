@@ -1,25 +1,28 @@
 //! The lookup and mutation core of a [`ComponentPool`](super::ComponentPool): dense keys and
-//! values, and a sparse map consulted only for entries not stored at their own slot index.
+//! values, and a sparse map from slot to dense index.
 //!
 //! ```text
 //!  keys:   i: 0        1        2        3          values: [T] [T] [T] [T]
 //!          [0|g3]   [1|g1]   [7|g2]   [2|g5]
-//!  sparse: slot 7 → 2, slot 2 → 3        (slots 0 and 1 sit on the diagonal: no entry)
+//!  sparse: slot 2 → 3, slot 7 → 2, every other slot → NO_ENTRY   (slots 0 and 1 sit on
+//!          their diagonal)
 //! ```
 //!
 //! Invariants, for every dense `i < len` with `keys[i] = {slot s, generation g}`: the pool
 //! holds the entity `(owner, s, g)` at `i`, and no slot appears twice in `keys[..len]`. An
-//! entry at `i == s` is *on its diagonal* and needs no sparse entry; for an entry off its
-//! diagonal, `sparse[s] == i`. Every other stored sparse entry is meaningless: a lookup trusts
-//! a sparse index only after the key stored there matches (as in Briggs & Torczon's sparse
-//! sets), so stale entries are harmless. Removals still clear the slot's entry, which spares a
-//! later insert of that slot the dependent key load. A lookup of `(owner, s, g)`: owner equal to
-//! the pool's, then `keys[s] == {s, g}` (on the diagonal), else `keys[sparse[s]] == {s, g}`.
-//! The full owner is validated with no registry access.
+//! entry at `i == s` is *on its diagonal* (where entities spawned in creation order land);
+//! for an entry off its diagonal `sparse[s] == i`, and every other slot (on its diagonal, or
+//! without an entry) has `sparse[s] == NO_ENTRY`: the map is *exact*, and an append on the
+//! diagonal writes nothing to it. A lookup of `(owner, s, g)`: owner equal to the pool's, then
+//! `keys[s] == {s, g}` (on the diagonal: no sparse load), else `keys[sparse[s]] == {s, g}`. The
+//! full owner is validated with no registry access, and the key compare keeps lookups
+//! memory-safe and correct whatever the map holds (as in Briggs & Torczon's sparse sets). Only
+//! a join's probe of a shared world pool trusts the map without a compare ([`Probe::Exact`]):
+//! an index it names is bounds-checked there, so a broken map could yield a wrong value but
+//! never reach memory outside the pool.
 //!
 //! The sparse map has one entry per registry slot, filled at init (so its pages are resident
-//! before the first removal, not faulted in during a frame), and is never written for entries
-//! on their diagonal, which is where entities spawned in creation order land.
+//! before the first write, not faulted in during a frame).
 //!
 //! Two summaries serve joins (see [`query`](super::query)), kept exact by every change:
 //! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
@@ -93,6 +96,13 @@ pub(crate) enum Probe {
     /// The sparse entry, then the diagonal: pools in an order of their own (a group's, or
     /// scrambled by churn), where the diagonal rarely holds the key.
     Sparse,
+    /// The sparse entry with no key compare, else the diagonal: a shared column of a world
+    /// pool probed with the keys of another world pool of the same owner. Both hold live
+    /// entities only, one generation per slot, so the entry of the key's slot is the key's;
+    /// the exact map names its index, or `NO_ENTRY` when it is on its diagonal or absent.
+    /// Safe for shared columns only: two keys could name one index if the map were broken,
+    /// which a `&mut` column must rule out (its probes compare keys).
+    Exact,
 }
 
 /// Driver keys [`Index::probe_for`] samples.
@@ -220,7 +230,45 @@ impl<'p> Index<'p> {
                 }
                 (self.keys.get(s) == Some(&key)).then_some(s)
             }
+            Probe::Exact => {
+                let s = key.slot() as usize;
+                let d = self.sparse.get(s).map_or(usize::MAX, |d| d.0 as usize);
+                if d < self.keys.len() {
+                    Some(d)
+                } else {
+                    (self.keys.get(s) == Some(&key)).then_some(s)
+                }
+            }
         }
+    }
+
+    /// Whether the lookup structures are exact (`O(capacity)`; for tests and debugging): the
+    /// sparse map names the index of every entry off its diagonal and `NO_ENTRY` for every
+    /// other slot, the membership
+    /// bitset holds exactly the entries' slots, no slot is stored twice, and a set `sorted`
+    /// fact means ascending slots.
+    pub(crate) fn is_exact(&self) -> bool {
+        let entries_ok = self.keys.iter().enumerate().all(|(i, k)| {
+            let want = if k.slot() as usize == i {
+                NO_ENTRY
+            } else {
+                Sparse(i as u32)
+            };
+            self.sparse.get(k.slot() as usize) == Some(&want) && member(self.bits, k.slot())
+        });
+        let members: usize = self.bits.iter().map(|w| w.count_ones() as usize).sum();
+        let others_ok = self.sparse.iter().enumerate().all(|(s, &d)| {
+            d == NO_ENTRY
+                || self
+                    .keys
+                    .get(d.0 as usize)
+                    .is_some_and(|k| k.slot() as usize == s && d.0 as usize != s)
+        });
+        let sorted_ok =
+            !self.order.sorted || self.keys.windows(2).all(|w| w[0].slot() < w[1].slot());
+        // Every key's slot is a member and has its own index, so keys are distinct slots; with
+        // as many members as keys, no other slot is a member.
+        entries_ok && others_ok && members == self.keys.len() && sorted_ok
     }
 
     /// The probe order for looking up `driver`'s keys here, from where a sample of up to
@@ -446,6 +494,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             out_of_range(i, self.capacity);
         }
         if key.slot() as usize != i {
+            // On its diagonal the slot keeps `NO_ENTRY` (it had no entry).
             self.set_sparse(key.slot(), i);
         }
         self.set_bit(key.slot());
@@ -466,8 +515,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// Gives each of `entities` the value at the same index of `values` (the last of a
     /// repeated entity wins) and returns how many newly joined. `alive` is checked for each
     /// entity in the first pass, which only appends entities without an entry; a failure
-    /// truncates those appends away (the sparse entries they wrote are stale, which lookups
-    /// tolerate) and returns the entity: all or nothing. Replacements (and in-place reuse of a
+    /// truncates those appends away (clearing their bits and sparse entries) and returns the
+    /// entity: all or nothing. Replacements (and in-place reuse of a
     /// former incarnation's entry) wait for a second pass, run only when there are any.
     pub(crate) fn insert_all(
         &mut self,
@@ -480,13 +529,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         let mut later = false;
         for (&entity, &value) in entities.iter().zip(values) {
             if !alive(entity) {
-                for i in start..self.len {
-                    // SAFETY: `i < len`: an entry appended by this loop, initialized.
-                    let slot = unsafe { self.keys.add(i).read() }.slot();
-                    self.clear_bit(slot);
-                }
-                self.order = order;
-                self.len = start;
+                self.truncate_appends(start, order);
                 return Err(entity);
             }
             let key = EntityKey::of(entity);
@@ -503,6 +546,20 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             }
         }
         Ok(joined)
+    }
+
+    /// Undoes the appends of entries `start..len` (their bits and sparse entries cleared) and
+    /// restores the order fact from before them.
+    #[cold]
+    fn truncate_appends(&mut self, start: usize, order: Order) {
+        for i in start..self.len {
+            // SAFETY: `start <= i < len`: an appended entry, initialized.
+            let slot = unsafe { self.keys.add(i).read() }.slot();
+            self.clear_bit(slot);
+            self.clear_sparse(slot);
+        }
+        self.order = order;
+        self.len = start;
     }
 
     /// Appends `count` entries for the slots `first..first + count` at `generation`, whose
@@ -540,8 +597,10 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             }
         }
         if first as usize != len {
-            for k in 0..count {
-                self.set_sparse(first + k as u32, len + k);
+            // `first + count <= capacity == sparse.len()` (checked above): one bounds check.
+            let fresh = &mut self.sparse[first as usize..first as usize + count];
+            for (k, entry) in fresh.iter_mut().enumerate() {
+                *entry = Sparse((len + k) as u32);
             }
         }
     }
@@ -594,10 +653,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         self.len = last;
         self.clear_bit(slot);
         self.order.sorted &= i == last;
-        // Removal clears the slot's sparse entry (possibly stale from an earlier position).
         self.clear_sparse(slot);
-        if i != last && moved.slot() as usize != i {
-            self.set_sparse(moved.slot(), i);
+        if i != last {
+            self.place(moved.slot(), i);
         }
         value
     }
@@ -635,6 +693,13 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         if removed == 0 {
             return Ok(0);
         }
+        if removed == self.len {
+            // Every entry was marked (a slot has one entry, and a marked one is not found
+            // again): no survivor to compact, and their sparse entries and bits are cleared.
+            self.len = 0;
+            self.order.sorted = true;
+            return Ok(removed);
+        }
         let mut kept = 0;
         for i in 0..self.len {
             // SAFETY: `kept <= i < len`: reads and writes stay within the initialized prefix,
@@ -649,9 +714,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                     self.keys.add(kept).write(key);
                     self.values.add(kept).write(self.values.add(i).read());
                 }
-                if key.slot() as usize != kept {
-                    self.set_sparse(key.slot(), kept);
-                }
+                self.place(key.slot(), kept);
             }
             kept += 1;
         }
@@ -673,9 +736,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                         .add(i)
                         .write(EntityKey::new(slot, generation_of(slot)))
                 };
-                if slot as usize != i {
-                    self.set_sparse(slot, i);
-                }
+                self.place(slot, i);
                 self.set_bit(slot);
             }
         }
@@ -699,9 +760,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         for at in [i, j] {
             // SAFETY: `at < len`.
             let slot = unsafe { self.keys.add(at).read() }.slot();
-            if slot as usize != at {
-                self.set_sparse(slot, at);
-            }
+            self.place(slot, at);
         }
     }
 
@@ -734,10 +793,21 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         r
     }
 
-    /// Records that `slot`'s entry sits at dense index `i` (off its diagonal).
+    /// Records that `slot`'s entry sits at dense index `i`, off its diagonal.
     #[inline(always)]
     fn set_sparse(&mut self, slot: u32, i: usize) {
         self.sparse[slot as usize] = Sparse(i as u32);
+    }
+
+    /// Records that `slot`'s entry moved to dense index `i`: its index, or `NO_ENTRY` on its
+    /// diagonal.
+    #[inline(always)]
+    fn place(&mut self, slot: u32, i: usize) {
+        self.sparse[slot as usize] = if slot as usize == i {
+            NO_ENTRY
+        } else {
+            Sparse(i as u32)
+        };
     }
 
     /// Marks `slot` as a member.

@@ -281,15 +281,29 @@ macro_rules! tuple_join {
                 } else {
                     (Plan::Driver(driver), bound)
                 };
+                // Driver: each other column's probe order, from a sample of the driver's keys;
+                // a shared column of a world pool trusts its exact sparse map where the
+                // sample finds its entries away from the driver's rows (`Probe::Exact`: the
+                // driver, a world pool of the join's owner, holds live entities only).
                 let mut probes = [Probe::Near; MAX_COLUMNS];
                 if let (Plan::Driver(driver), true) = (plan, end > 0) {
-                    let keys = match driver {
-                        $( $i => columns.$i.index().keys, )+
-                        _ => &[],
+                    let (keys, live_keys) = match driver {
+                        $( $i => {
+                            let ix = columns.$i.index();
+                            (ix.keys, ix.live && ix.owner == owner)
+                        } )+
+                        _ => (&[][..], false),
                     };
                     $(
                         if $i != driver {
-                            probes[$i] = columns.$i.index().probe_for(keys);
+                            let ix = columns.$i.index();
+                            probes[$i] = match ix.probe_for(keys) {
+                                Probe::Near => Probe::Near,
+                                _ if $c::SHARED && live_keys && ix.live && ix.owner == owner => {
+                                    Probe::Exact
+                                }
+                                p => p,
+                            };
                         }
                     )+
                 }

@@ -617,6 +617,40 @@ fn replace_rows<W: Roster>(
     Ok(Replaced::Done(new, matched))
 }
 
+/// Checks each pool's lookup structures ([`pools_exact`]).
+struct IndexesExact<P, A> {
+    pools: P,
+    ok: bool,
+    _alloc: PhantomData<A>,
+}
+
+impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
+    for IndexesExact<P, A>
+{
+    fn visit<T: Pod>(&mut self) {
+        if let Some(pool) = self.pools.get::<T>() {
+            self.ok &= pool.check_index();
+        }
+    }
+}
+
+/// Whether every pool of a world has exact lookup structures (sparse map, membership bitset,
+/// order fact; `O(capacity)` per pool, for tests and debugging).
+fn pools_exact<'a, C, A, P>(pools: P) -> bool
+where
+    C: ComponentList,
+    A: Allocator + Clone + 'static,
+    P: PoolsRefList<'a, A>,
+{
+    let mut check = IndexesExact {
+        pools,
+        ok: true,
+        _alloc: PhantomData,
+    };
+    C::each(&mut check);
+    check.ok
+}
+
 /// Distinct shared layout stamps [`WorldOps::sort_pools`] carries over (pools past it keep
 /// stamp 0, which shares nothing).
 const SORT_STAMPS: usize = 16;
@@ -1150,6 +1184,13 @@ pub trait WorldOps: Roster {
         };
         super::group::by_size::<Self::Groups, _>(None, true, &mut check);
         check.ok
+    }
+
+    /// Checks every pool's lookup structures
+    /// ([`ComponentPool::check_index`](super::ComponentPool::check_index), `O(capacity)` per
+    /// pool); for tests and debugging.
+    fn check_pools(&self) -> bool {
+        pools_exact::<Self::Components, Self::Alloc, _>(self.parts_ref().1)
     }
 
     /// Checks every cluster's runs against its pools' membership (O(n × pools); allocates):

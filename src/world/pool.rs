@@ -279,6 +279,14 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         &self.bits
     }
 
+    /// Whether the pool's lookup structures are exact (`O(capacity)`; for tests and
+    /// debugging): the sparse map names each entry's dense index and no index for a slot
+    /// without an entry, the membership bitset holds exactly the entries' slots, no slot is
+    /// stored twice, and the order fact ([`is_slot_sorted`](Self::is_slot_sorted)) holds.
+    pub fn check_index(&self) -> bool {
+        self.index().is_exact()
+    }
+
     /// Whether a world bound this pool (every entry is of a live entity: the release
     /// invariant).
     #[inline(always)]

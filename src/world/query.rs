@@ -30,6 +30,9 @@ pub(crate) mod sealed {
         type Item;
         /// What the column asks of an entity.
         const ROLE: Role;
+        /// Whether the column's items never alias mutably (`&T`, `Option<&T>`, `()`): a
+        /// probe of it may trust an exact sparse map without a key compare (`Probe::Exact`).
+        const SHARED: bool;
         /// The pool's lookup structures.
         fn index(&self) -> Index<'_>;
         /// Makes the column hold no entity (a pool of another registry never holds the
@@ -109,6 +112,7 @@ pub struct ColumnRef<'p, T: Pod> {
 impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     type Item = &'p T;
     const ROLE: Role = Role::Required;
+    const SHARED: bool = true;
     #[inline(always)]
     fn index(&self) -> Index<'_> {
         self.index
@@ -167,6 +171,7 @@ pub struct ColumnMut<'p, T: Pod> {
 impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     type Item = &'p mut T;
     const ROLE: Role = Role::Required;
+    const SHARED: bool = false;
     #[inline(always)]
     fn index(&self) -> Index<'_> {
         self.index
@@ -254,6 +259,7 @@ pub struct OptRef<'p, T: Pod>(ColumnRef<'p, T>);
 impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     type Item = Option<&'p T>;
     const ROLE: Role = Role::Optional;
+    const SHARED: bool = true;
     #[inline(always)]
     fn index(&self) -> Index<'_> {
         self.0.index
@@ -301,6 +307,7 @@ pub struct OptMut<'p, T: Pod>(ColumnMut<'p, T>);
 impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     type Item = Option<&'p mut T>;
     const ROLE: Role = Role::Optional;
+    const SHARED: bool = false;
     #[inline(always)]
     fn index(&self) -> Index<'_> {
         self.0.index
@@ -371,6 +378,7 @@ pub fn without<T: Pod, A: Allocator + Clone>(pool: &ComponentPool<T, A>) -> With
 impl Sealed for Without<'_> {
     type Item = ();
     const ROLE: Role = Role::Excluded;
+    const SHARED: bool = true;
     #[inline(always)]
     fn index(&self) -> Index<'_> {
         self.0

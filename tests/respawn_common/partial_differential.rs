@@ -6,6 +6,7 @@
                 assert!(w.check_groups(), "{ctx}: groups");
             }
             assert!(w.check_clusters(), "{ctx}: clusters");
+            assert!(w.check_pools(), "{ctx}: pool indexes");
             assert!(keys_unique(&w.a) && keys_unique(&w.b) && keys_unique(&w.c), "{ctx}");
             assert!(keys_unique(&w.d) && keys_unique(&w.e) && keys_unique(&w.f), "{ctx}");
             let mut all: Vec<EntityId> = Vec::new();
