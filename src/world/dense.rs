@@ -244,9 +244,8 @@ impl<'p> Index<'p> {
 
     /// Whether the lookup structures are exact (`O(capacity)`; for tests and debugging): the
     /// sparse map names the index of every entry off its diagonal and `NO_ENTRY` for every
-    /// other slot, the membership
-    /// bitset holds exactly the entries' slots, no slot is stored twice, and a set `sorted`
-    /// fact means ascending slots.
+    /// other slot, the membership bitset holds exactly the entries' slots, no slot is stored
+    /// twice, and a set `sorted` fact means ascending slots.
     pub(crate) fn is_exact(&self) -> bool {
         let entries_ok = self.keys.iter().enumerate().all(|(i, k)| {
             let want = if k.slot() as usize == i {
@@ -516,8 +515,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// repeated entity wins) and returns how many newly joined. `alive` is checked for each
     /// entity in the first pass, which only appends entities without an entry; a failure
     /// truncates those appends away (clearing their bits and sparse entries) and returns the
-    /// entity: all or nothing. Replacements (and in-place reuse of a
-    /// former incarnation's entry) wait for a second pass, run only when there are any.
+    /// entity: all or nothing. Replacements (and in-place reuse of a former incarnation's
+    /// entry) wait for a second pass, run only when there are any.
     pub(crate) fn insert_all(
         &mut self,
         entities: &[EntityId],

@@ -280,9 +280,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     }
 
     /// Whether the pool's lookup structures are exact (`O(capacity)`; for tests and
-    /// debugging): the sparse map names each entry's dense index and no index for a slot
-    /// without an entry, the membership bitset holds exactly the entries' slots, no slot is
-    /// stored twice, and the order fact ([`is_slot_sorted`](Self::is_slot_sorted)) holds.
+    /// debugging): the sparse map names the dense index of each entry off its diagonal (not
+    /// at the index equal to its slot) and no index for any other slot, the membership bitset
+    /// holds exactly the entries' slots, no slot is stored twice, and the order fact
+    /// ([`is_slot_sorted`](Self::is_slot_sorted)) holds.
     pub fn check_index(&self) -> bool {
         self.index().is_exact()
     }
@@ -951,8 +952,9 @@ mod tests {
     }
 
     /// Every probe order finds exactly the entries `dense_of` finds (other generations and
-    /// removed entries included), and `probe_for` picks the order that matches where a
-    /// driver's keys sit: at the driver's rows, on their diagonal, or elsewhere.
+    /// removed entries included; `Exact`, which trusts the sparse map, for the live keys it
+    /// is meant for), and `probe_for` picks the order that matches where a driver's keys sit:
+    /// at the driver's rows, on their diagonal, or elsewhere.
     #[test]
     fn probes_find_every_entry_and_follow_the_layout() {
         use super::super::dense::Probe;
@@ -980,7 +982,10 @@ mod tests {
         assert_eq!(driver.index().probe_for(&[]), Probe::Near);
         for p in [&twin, &diagonal, &shuffled] {
             let ix = p.index();
+            assert!(p.check_index());
             for (i, &id) in e.iter().enumerate() {
+                let key = EntityKey::of(id);
+                assert_eq!(ix.dense_of_key_by(key, i, Probe::Exact), ix.dense_of(id));
                 let stale = EntityId::from_raw_parts(id.owner(), id.slot(), id.generation() + 1);
                 for x in [id, stale] {
                     let key = EntityKey::of(x);
