@@ -28,8 +28,9 @@
 //! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
 //! the *order* fact `sorted`: when set, `keys[..len]` ascend strictly by slot (then the entry
 //! of the `r`-th set bit is at dense index `r`); it may be clear for keys that do ascend.
-//! Joins do not trust them for memory safety (a join confirms each index against the key there
-//! or uses ranks, distinct by arithmetic). `destroy` does rely on the bitset being exact (it
+//! Joins do not trust them for memory safety (a join confirms each index it fetches mutably
+//! against the key there, or uses ranks, distinct by arithmetic; a shared column's index is
+//! only bounds-checked). `destroy` does rely on the bitset being exact (it
 //! skips the pools whose bit is clear, and the release invariant needs every entry removed):
 //! every change goes through [`DenseMut`], whose methods keep it exact.
 //!
@@ -44,7 +45,8 @@ use super::owners::{EntityKey, Owners};
 use super::EntityId;
 use crate::identity::OwnerToken;
 
-/// Where a slot's entry sits when it is off its diagonal (a hint, validated by the key there).
+/// Where a slot's entry sits when it is off its diagonal (exact, module invariants; lookups
+/// still validate it by the key there, except a shared join probe's `Probe::Exact`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(transparent)]
 pub(crate) struct Sparse(u32);
@@ -208,9 +210,11 @@ impl<'p> Index<'p> {
         }
     }
 
-    /// Dense index of `key` (a key of this pool's owner) by `probe`'s order of lookups. Every
-    /// order ends with both of [`locate`]'s lookups, so each finds every entry; the order
-    /// only decides which loads a hit costs.
+    /// Dense index of `key` (a key of this pool's owner) by `probe`'s order of lookups.
+    /// `Near`, `Diagonal` and `Sparse` end with both of [`locate`]'s lookups, so each finds
+    /// every entry, and the order only decides which loads a hit costs. `Exact` trusts the
+    /// exact sparse map without a key compare (correct for a live key of a world pool's
+    /// owner; only bounds-checked otherwise).
     #[inline(always)]
     pub(crate) fn dense_of_key_by(
         &self,
@@ -595,7 +599,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 self.order.sorted = last.slot() < first;
             }
         }
-        if first as usize != len {
+        if count > 0 && first as usize != len {
             // `first + count <= capacity == sparse.len()` (checked above): one bounds check.
             let fresh = &mut self.sparse[first as usize..first as usize + count];
             for (k, entry) in fresh.iter_mut().enumerate() {

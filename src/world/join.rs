@@ -283,8 +283,9 @@ macro_rules! tuple_join {
                 };
                 // Driver: each other column's probe order, from a sample of the driver's keys;
                 // a shared column of a world pool trusts its exact sparse map where the
-                // sample finds its entries away from the driver's rows (`Probe::Exact`: the
-                // driver, a world pool of the join's owner, holds live entities only).
+                // sample finds its entries neither at the driver's rows nor on their diagonal
+                // (`Probe::Exact`: the driver, a world pool of the join's owner, holds live
+                // entities only).
                 let mut probes = [Probe::Near; MAX_COLUMNS];
                 if let (Plan::Driver(driver), true) = (plan, end > 0) {
                     let (keys, live_keys) = match driver {
@@ -298,8 +299,9 @@ macro_rules! tuple_join {
                         if $i != driver {
                             let ix = columns.$i.index();
                             probes[$i] = match ix.probe_for(keys) {
-                                Probe::Near => Probe::Near,
-                                _ if $c::SHARED && live_keys && ix.live && ix.owner == owner => {
+                                Probe::Sparse
+                                    if $c::SHARED && live_keys && ix.live && ix.owner == owner =>
+                                {
                                     Probe::Exact
                                 }
                                 p => p,
@@ -467,10 +469,12 @@ macro_rules! tuple_join {
                         }
                     },
                 )+);
-                // SAFETY: each required or present optional index holds `key` (looked up and
-                // compared, so below its column's length; the driver's `i < end`); an entity's
-                // entry is at one dense index per pool, and driver rows are distinct entities
-                // visited once each (caller), so no index is fetched twice.
+                // SAFETY: each required or present optional index is below its column's
+                // length (the driver's `i < end`; a lookup's index comes from a bounds-checked
+                // `get`). Every `&mut` column's index holds `key` (its probe compares keys:
+                // `Probe::Exact` is only chosen for shared columns): an entity's entry is at
+                // one dense index per pool, and driver rows are distinct entities visited once
+                // each (caller), so no `&mut` index is fetched twice. Shared items may alias.
                 Some((key.entity(owner), unsafe { ($(columns.$i.fetch(d.$i),)+) }))
             }
 
@@ -517,9 +521,11 @@ macro_rules! tuple_join {
                             }
                         },
                     )+);
-                    // SAFETY: `i < end`, the driver's length; each required or present
-                    // optional index holds `key` (compared), and driver rows are distinct
-                    // entities, each visited once (`next` moved past them).
+                    // SAFETY: `i < end`, the driver's length; every other required or present
+                    // optional index is below its column's length (bounds-checked lookups),
+                    // and every `&mut` column's holds `key` (compared: `Probe::Exact` serves
+                    // shared columns only); driver rows are distinct entities, each visited
+                    // once (`next` moved past them), so no `&mut` index is fetched twice.
                     let items = unsafe { ($(self.columns.$i.fetch(d.$i),)+) };
                     acc = f(acc, (key.entity(owner), items));
                 }
