@@ -415,7 +415,8 @@ fn run(seed: u64, steps: usize) {
 
 #[test]
 fn random_world_against_model() {
-    let (seeds, steps) = if cfg!(miri) { (3, 120) } else { (60u64, 400) };
+    // Under Miri one short walk (each step checks every pool and runs seven joins).
+    let (seeds, steps) = if cfg!(miri) { (1, 30) } else { (60u64, 400) };
     for seed in 1..=seeds {
         run(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15), steps);
     }
