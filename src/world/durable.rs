@@ -22,7 +22,9 @@ use crate::identity::OwnerToken;
 /// How a durable world sizes its identity tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurableConfig {
-    /// Bytes of the name arena (names are stored with a 6-byte header each).
+    /// Bytes of the name arena (names are stored with a 6-byte header each); at most
+    /// [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES), else init fails with
+    /// [`InitError::CapacityTooLarge`].
     pub name_bytes: usize,
     /// Most bindings at once (at most the world's capacity; `usize::MAX`: the capacity).
     pub bindings: usize,

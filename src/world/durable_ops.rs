@@ -297,19 +297,25 @@ pub trait DurableOps: WorldOps {
             at = outliner.successor(s, d);
         }
         registry.check_revisions(n * (Self::Components::LEN as u64 + 1))?;
+        // Leaves first: the deepest first child below `from` is a leaf; after its destroy the
+        // walk goes on from the leaf's parent, so each link is followed down once (O(n); from
+        // the root each time, a chain of n cost n²/2 steps).
+        let mut from = entity.slot();
         loop {
-            // The deepest first child of the subtree is a leaf.
-            let mut leaf = entity.slot();
-            while let Some(c) = self.durable_ref().hierarchy.first_child(leaf) {
+            let hierarchy = &self.durable_ref().hierarchy;
+            let mut leaf = from;
+            while let Some(c) = hierarchy.first_child(leaf) {
                 leaf = c;
             }
+            let parent = hierarchy.parent(leaf).map(|(p, _)| p);
             let e = self
                 .registry()
                 .live_at(leaf)
                 .ok_or(WorldError::ForeignPool)?;
             self.destroy(e)?;
-            if leaf == entity.slot() {
-                break;
+            match parent {
+                Some(p) if leaf != entity.slot() => from = p,
+                _ => break,
             }
         }
         Ok(n as usize)

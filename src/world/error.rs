@@ -33,7 +33,8 @@ pub enum Rejection {
 /// owner token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InitError {
-    /// The requested capacity exceeds the slot space (`u32::MAX` slots).
+    /// The requested capacity exceeds what the layout addresses: the slot space (`u32::MAX`
+    /// slots), or [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES) for a durable world's name arena.
     #[error("capacity {requested} exceeds the maximum {max}")]
     CapacityTooLarge {
         /// Requested capacity.

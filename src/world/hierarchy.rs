@@ -35,7 +35,8 @@ pub enum HierarchyError {
     /// The new parent is the child itself or one of its descendants.
     #[error("reparenting would create a cycle")]
     Cycle,
-    /// The entity is protected: it cannot be duplicated, destroyed or reparented.
+    /// The entity is protected: it cannot be reparented (destroys and duplicates of it are
+    /// refused with [`WorldError::Protected`](super::WorldError::Protected)).
     #[error("entity is protected")]
     Protected,
     /// The name does not fit the arena (even after compaction), or is longer than 65535
@@ -66,6 +67,9 @@ pub enum HierarchyError {
 }
 
 const NAME_HEADER: usize = 6;
+
+/// The largest name arena: a node stores its name's offset as a `u32`.
+pub const MAX_NAME_BYTES: usize = u32::MAX as usize;
 const PROTECTED: u32 = 1 << 31;
 
 /// Links of one slot; `0` means none, otherwise `slot + 1`.
@@ -127,8 +131,15 @@ impl<A: Allocator + Clone> Hierarchy<A> {
     /// Nodes for `slots` slots and a name arena of `name_bytes` bytes.
     ///
     /// # Errors
-    /// [`InitError::Allocation`].
+    /// [`InitError::CapacityTooLarge`] for an arena over [`MAX_NAME_BYTES`] (a node stores
+    /// its name's offset in 32 bits); [`InitError::Allocation`].
     pub(crate) fn try_new_in(slots: usize, name_bytes: usize, alloc: A) -> Result<Self, InitError> {
+        if name_bytes > MAX_NAME_BYTES {
+            return Err(InitError::CapacityTooLarge {
+                requested: name_bytes,
+                max: MAX_NAME_BYTES,
+            });
+        }
         Ok(Self {
             nodes: filled(slots, Node::default(), alloc.clone())?,
             names: filled(name_bytes, 0, alloc)?,
@@ -299,9 +310,9 @@ impl<A: Allocator + Clone> Hierarchy<A> {
     }
 
     /// Detaches a slot whose entity is being destroyed: unlinks it, reparents its children
-    /// by `policy` (`parent_entity` is its parent's handle, when it has one), drops its name
-    /// and protection. `own` is the destroyed entity (children of it become children of its
-    /// parent under [`OrphanPolicy::ToGrandparent`]).
+    /// by `policy` (under [`OrphanPolicy::ToGrandparent`] they take the slot's place under
+    /// `grandparent`, the destroyed entity's parent, when it has one), drops its name and
+    /// protection.
     pub(crate) fn detach(
         &mut self,
         slot: u32,

@@ -121,7 +121,7 @@ pub use commands::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target
 pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
 pub use durable_ops::{DurableError, DurableOps};
 pub use error::{CommandError, InitError, Rejection, WorldError};
-pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy};
+pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES};
 pub use join::{join, IntoJoin, Join, JoinPlan};
 pub use observe::{Outliner, OutlinerRow, WorldCounts};
 /// Typed insert without the compile-time roster bound (content restore dispatches by type).
