@@ -1,8 +1,8 @@
 //! `DomainAllocator`: an `allocator_api2` allocator that charges a `'static` domain.
 //!
 //! `allocator_api2::vec::Vec<T, DomainAllocator>`, `Box<T, DomainAllocator>` and `hashbrown`
-//! maps built with it are attributed to the domain. Growth and shrink at equal alignment are
-//! one logical resize record each.
+//! maps built with it are attributed to the domain. Growth (`grow`, `grow_zeroed`) and shrink at
+//! equal alignment are one logical resize record each.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -194,7 +194,8 @@ unsafe fn resize(
     Ok(fresh)
 }
 
-/// The four `Allocator` methods of `$t`, over its byte API `$bytes(self)`.
+/// The five `Allocator` methods of `$t` that touch the domain, over its byte API
+/// `$bytes(self)` (`allocate_zeroed` keeps the default: one allocate, then zeroing).
 macro_rules! allocator_methods {
     ($bytes:expr) => {
         #[inline]
@@ -218,6 +219,30 @@ macro_rules! allocator_methods {
             debug_assert!(new.size() >= old.size(), "grow {old:?} -> {new:?}");
             // SAFETY: forwarded trait contract.
             unsafe { resize(&$bytes(self), ptr, old, new) }
+        }
+
+        /// As `grow` (one resize record at equal alignment, no transient old + new charge),
+        /// then the new tail zeroed; allocator-api2's default would allocate, copy and free.
+        #[inline]
+        unsafe fn grow_zeroed(
+            &self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new: Layout,
+        ) -> Result<NonNull<[u8]>, AllocError> {
+            debug_assert!(new.size() >= old.size(), "grow_zeroed {old:?} -> {new:?}");
+            // SAFETY: forwarded trait contract.
+            let p = unsafe { resize(&$bytes(self), ptr, old, new) }?;
+            let keep = old.size().min(new.size());
+            // SAFETY: `p` is valid for `new.size()` bytes (`resize` returns a block of the new
+            // layout) and `keep <= new.size()`, so the tail `keep..new.size()` is inside it.
+            unsafe {
+                p.cast::<u8>()
+                    .as_ptr()
+                    .add(keep)
+                    .write_bytes(0, new.size() - keep)
+            };
+            Ok(p)
         }
 
         #[inline]

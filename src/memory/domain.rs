@@ -234,9 +234,11 @@ impl AllocationDomain {
     /// Frees a block. `None`, and any zero-size layout, is a no-op with no counter change.
     ///
     /// # Safety
-    /// A `Some` pointer was returned by [`try_allocate`](Self::try_allocate) or
-    /// [`try_reallocate`](Self::try_reallocate) of this same domain with exactly `layout`
-    /// (the current size after resizes), has not been freed, and is not used afterwards.
+    /// A `Some` pointer was returned by this same domain, directly
+    /// ([`try_allocate`](Self::try_allocate), [`try_reallocate`](Self::try_reallocate)) or
+    /// through any of its [`BoundDomain`](super::BoundDomain)s or
+    /// [`DomainAllocator`](super::DomainAllocator)s, with exactly `layout` (the current size
+    /// after resizes), has not been freed, and is not used afterwards.
     /// With the `validation` feature, violations found by the ledger panic before any memory
     /// is touched.
     #[inline(always)] // the byte API is the hot path: inline into every caller
