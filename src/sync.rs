@@ -26,6 +26,43 @@ pub(crate) use loom::sync::Mutex;
 #[allow(unused_imports)]
 pub(crate) use std::sync::Mutex;
 
+/// A cell a loom model checks for unsynchronized access (loom's under loom): reach the value
+/// only through [`UnsafeCell::with_mut`].
+#[cfg(loom)]
+#[allow(unused_imports)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// A cell a loom model checks for unsynchronized access (loom's under loom): reach the value
+/// only through [`UnsafeCell::with_mut`].
+#[cfg(not(loom))]
+#[allow(dead_code)]
+pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+#[allow(dead_code)]
+impl<T> UnsafeCell<T> {
+    /// A cell holding `value`.
+    pub(crate) const fn new(value: T) -> Self {
+        Self(core::cell::UnsafeCell::new(value))
+    }
+
+    /// Calls `f` with a pointer to the value; the caller synchronizes the accesses.
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// Gives way inside a spin loop (loom's scheduler under loom, which a spin must reach).
+#[cfg(loom)]
+#[allow(unused_imports)]
+pub(crate) use loom::thread::yield_now;
+
+/// Gives way inside a spin loop (loom's scheduler under loom, which a spin must reach).
+#[cfg(not(loom))]
+#[allow(unused_imports)]
+pub(crate) use std::thread::yield_now;
+
 /// Process-lifetime counters that live in `static`s (capture session epochs, thread numbers):
 /// always the core atomics, because loom's cannot be `static`. Nothing that a model checks
 /// depends on their interleaving: each is a lone `fetch_add`/`fetch_update` issuing unique

@@ -4,7 +4,8 @@
 //! itself (zeroed) when a forked child touches it, so a child never mints its parent's ids.
 //! Bytes handed out are zeroed in the buffer at once; the whole buffer is zeroed on discard,
 //! failure and drop (best effort: the compiler may not elide these stores, but copies made by the
-//! OS, such as swap, are out of reach).
+//! OS, such as swap, are out of reach, and so are the copies a move of the minter leaves behind:
+//! the buffer is inline, so box the minter to keep it in one place).
 
 use uuid::Uuid;
 

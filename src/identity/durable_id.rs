@@ -121,7 +121,7 @@ macro_rules! durable_id {
                 impl serde::de::Visitor<'_> for Text {
                     type Value = $name;
                     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str("a canonical lowercase version-4 UUID string")
+                        f.write_str("a canonical version-4 UUID string (hex digits in either case)")
                     }
                     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
                         v.parse().map_err(E::custom)

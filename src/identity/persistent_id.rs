@@ -26,11 +26,17 @@ pub const AUTHORED_PREFIX: &str = "authored:";
 pub const LEGACY_ID_MAX: usize = 64;
 
 /// A stable entity id (module docs). Ordered by namespace (authored first), then bytes.
+///
+/// The variants are public, so a value built directly need not be canonical (a nil or
+/// non-v4 `Spawned`, an all-zero `Authored`). The validating ways in are
+/// [`spawned`](Self::spawned), `FromStr`, serde and [`from_key`](Self::from_key); the world
+/// re-checks every id it takes at its boundaries (persistent spawn, transactions,
+/// checkpoints) and refuses a non-canonical one.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PersistentId {
-    /// An authored object: a 32-byte digest (or authored id).
+    /// An authored object: a 32-byte digest (or authored id); canonical when not all zero.
     Authored([u8; 32]),
-    /// A runtime spawn: a nonnil version-4 UUID.
+    /// A runtime spawn: canonical when a nonnil version-4 UUID.
     Spawned(Uuid),
 }
 

@@ -6,12 +6,11 @@
 //! from then on a missing entry is "unknown", not proof of an invalid free. A lock guards the
 //! table only (never a backend call or user code).
 
-use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 
 use super::domain::AllocationDomain;
 use super::layout::AllocationLayout;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{yield_now, AtomicBool, Ordering, UnsafeCell};
 
 /// Live blocks the process ledger can track.
 pub const LEDGER_CAPACITY: usize = 1 << 14;
@@ -65,7 +64,8 @@ pub struct Ledger<const N: usize> {
     table: UnsafeCell<[Entry; N]>,
 }
 
-// SAFETY: `table` is only accessed inside `with_table`, under `lock` (Acquire/Release).
+// SAFETY: `table` is only accessed inside `with_table`, under `lock` (Acquire/Release); the
+// loom model `loom-tests/tests/memory_ledger.rs` checks that exclusion.
 unsafe impl<const N: usize> Sync for Ledger<N> {}
 
 impl<const N: usize> core::fmt::Debug for Ledger<N> {
@@ -94,6 +94,17 @@ impl<const N: usize> Ledger<N> {
         }
     }
 
+    /// An empty, complete ledger (loom's atomics are not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        assert!(N.is_power_of_two());
+        Self {
+            lock: AtomicBool::new(false),
+            incomplete: AtomicBool::new(false),
+            table: UnsafeCell::new([EMPTY; N]),
+        }
+    }
+
     /// `false` once the table overflowed: later misses are not proof of misuse.
     pub fn is_complete(&self) -> bool {
         !self.incomplete.load(Ordering::Relaxed)
@@ -105,7 +116,7 @@ impl<const N: usize> Ledger<N> {
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            std::thread::yield_now();
+            yield_now();
         }
         /// Releases the lock when dropped: also when `f` panics, so a panic never leaves every
         /// later allocation spinning.
@@ -118,7 +129,7 @@ impl<const N: usize> Ledger<N> {
         let _unlock = Unlock(&self.lock);
         // SAFETY: the lock gives exclusive access until `_unlock` releases it (Release), after
         // `f` returned or unwound; `f` cannot re-enter the ledger (it only touches the table).
-        f(unsafe { &mut *self.table.get() })
+        self.table.with_mut(|t| f(unsafe { &mut *t }))
     }
 
     /// Index of `addr`'s entry, if present.
@@ -249,7 +260,6 @@ impl<const N: usize> Ledger<N> {
     }
 }
 
-#[cfg(not(loom))]
 impl<const N: usize> Default for Ledger<N> {
     fn default() -> Self {
         Self::new()

@@ -37,7 +37,7 @@ mod domain;
 mod failure;
 mod gauges;
 mod layout;
-#[cfg(all(feature = "validation", not(loom)))]
+#[cfg(feature = "validation")]
 mod ledger;
 // Doc-only: the arena's lifetime rules as `compile_fail` doctests.
 #[cfg(doctest)]
@@ -64,7 +64,7 @@ pub use failure::FailureInjector;
 pub use gauges::gauges_json;
 pub use gauges::{domains_json, write_domain_json};
 pub use layout::{AllocationLayout, LayoutError};
-#[cfg(all(feature = "validation", not(loom)))]
+#[cfg(feature = "validation")]
 pub use ledger::{Ledger, LedgerViolation, LEDGER_CAPACITY};
 pub use registry::{DomainRegistry, CORE_DOMAIN_NAME, REGISTRY_CAPACITY};
 pub use scope::ScratchScope;
