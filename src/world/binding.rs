@@ -924,6 +924,24 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.finish_scratch(published);
     }
 
+    /// Settles what an operation cut short by a panic left in the scratch list: keys still
+    /// reserved are released, keys already published count as the bindings they are. After
+    /// it the table is as if the operation had stopped cleanly after its last publication.
+    pub(crate) fn reclaim_scratch(&mut self) {
+        let mut published = 0;
+        for k in 0..self.scratch.len() {
+            let w = self.scratch[k].0;
+            if let Probe::Found(i, _) = self.probe(&w) {
+                if self.entry(i).slot == u32::MAX - k as u32 {
+                    self.remove_entry(i);
+                } else {
+                    published += 1;
+                }
+            }
+        }
+        self.finish_scratch(published);
+    }
+
     /// Completes a duplication that published `k` reserved keys: one revision.
     pub(crate) fn finish_scratch(&mut self, k: usize) {
         self.len += k;

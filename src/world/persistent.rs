@@ -427,10 +427,17 @@ pub(crate) fn key_taken<W: Roster>(world: &W, id: &PersistentId) -> bool {
 /// tables with stable ids, and pools that are exactly the world's own (a pool swapped in from
 /// another world would refuse half way).
 pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), DurableError> {
-    let (registry, durable) = enabled(&*world)?;
+    let (registry, durable) = enabled_mut(world)?;
     registry.check_phase()?;
     if durable.stable.capacity() == 0 {
         return Err(DurableError::Disabled);
+    }
+    // What a batch of creates left in the stable index's scratch list when a panic (in a
+    // hand-written roster's code) cut it short is settled before anything is validated: its
+    // unpublished reservations would otherwise look free to validation and then refuse the
+    // binding half way.
+    if !durable.stable.scratch_is_empty() {
+        durable.stable.reclaim_scratch();
     }
     if !super::ops::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
@@ -505,8 +512,9 @@ pub trait PersistentOps: DurableOps {
                     if !is_canonical(&spawn.id) {
                         return Err(refuse(TxRejection::NotCanonical(spawn.id)));
                     }
-                    // Live, or its key bytes taken by an id of the other namespace (only an
-                    // id this transaction deleted frees them).
+                    // Live, or its key bytes taken by an id of the other namespace. A delete
+                    // earlier in this transaction frees its own id only: the other namespace's
+                    // id sharing its key bytes stays refused (conservative).
                     let taken = match sim.get(&spawn.id) {
                         Some(s) => *s == Sim::Live,
                         None => key_taken(self, &spawn.id),
