@@ -80,3 +80,47 @@ fn invalid_flag_is_sticky_under_races() {
         assert!(!c.usage().valid);
     });
 }
+
+/// Exact mode: a block allocated on one thread and freed on another (handed over with
+/// Release/Acquire) is never seen freed without its allocation by a concurrent read, which
+/// would report more frees than allocations as a sticky invalid (the frees count is written
+/// with Release and read first, with Acquire).
+#[test]
+fn a_remote_free_is_never_seen_without_its_allocation() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    model(|| {
+        let c = Arc::new(DomainCounters::new(CounterMode::Exact));
+        let handed = Arc::new(AtomicBool::new(false));
+        let freed = Arc::new(AtomicBool::new(false));
+        let producer = {
+            let (c, handed) = (c.clone(), handed.clone());
+            thread::spawn(move || {
+                c.on_allocate(16);
+                handed.store(true, Ordering::Release);
+            })
+        };
+        let consumer = {
+            let (c, handed, freed) = (c.clone(), handed.clone(), freed.clone());
+            thread::spawn(move || {
+                // No spinning (it would blow up the model): free only if the block arrived.
+                if handed.load(Ordering::Acquire) {
+                    c.on_free(16);
+                    freed.store(true, Ordering::Relaxed);
+                }
+            })
+        };
+        // As in `memory_shards.rs`: a first load of a plain store's target lets loom order the
+        // read after the free.
+        freed.load(Ordering::Relaxed);
+        let u = c.usage();
+        assert!(
+            u.valid,
+            "a concurrent read invalidated correct traffic: {u:?}"
+        );
+        producer.join().unwrap();
+        consumer.join().unwrap();
+        let u = c.usage();
+        assert_eq!((u.allocations, u.live_blocks as u64 + u.frees), (1, 1));
+        assert!(u.valid);
+    });
+}

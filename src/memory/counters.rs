@@ -17,7 +17,9 @@
 #[cfg(loom)]
 use super::shards::SlotLease;
 use super::shards::{current_slot, ShardedCounters};
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crate::sync::{
+    AtomicBool, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 
 /// How a domain keeps its figures. Both are exact at quiescence and carry sticky validity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -310,7 +312,11 @@ impl ExactCounters {
     #[inline]
     pub fn on_free(&self, size: usize) {
         self.sub_usize(&self.live_bytes, size);
-        self.add_u64(&self.frees, 1);
+        // Release: a reader that sees this free (Acquire, in `usage`) sees the allocation
+        // that happened before it, so a sample never counts more frees than allocations.
+        if self.frees.fetch_add(1, Release) == u64::MAX {
+            self.invalidate();
+        }
         self.add_u64(&self.freed_bytes, size as u64);
     }
 
@@ -337,17 +343,26 @@ impl ExactCounters {
     /// The current figures. `valid` is read last, so a wrap that happened before the figures
     /// were read on this thread is reported; concurrent readers get samples.
     pub fn usage(&self) -> MemoryUsage {
-        let frees = self.frees.load(Relaxed);
+        let frees = self.frees.load(Acquire);
         let freed_bytes = self.freed_bytes.load(Relaxed);
         let live_bytes = self.live_bytes.load(Relaxed);
         let allocations = self.allocations.load(Relaxed);
+        // Allocated bytes beyond `u64::MAX`, or more frees than allocations (frees are read
+        // first, with Acquire: no concurrent sample can see a free without its allocation),
+        // are figures out of range: sticky invalid, as in sharded mode.
+        let allocated = (live_bytes as u64).checked_add(freed_bytes);
+        if allocated.is_none() || allocations < frees {
+            self.invalidate();
+        }
         let mut u = MemoryUsage {
             live_bytes,
             live_blocks: usize::try_from(allocations.saturating_sub(frees)).unwrap_or(usize::MAX),
-            high_water_bytes: self.high_water.load(Relaxed),
+            // A sample can fall between an allocation's live add and its high-water raise:
+            // the live figure it read is a peak already reached.
+            high_water_bytes: self.high_water.load(Relaxed).max(live_bytes),
             allocations,
             frees,
-            allocated_bytes: (live_bytes as u64).saturating_add(freed_bytes),
+            allocated_bytes: allocated.unwrap_or(u64::MAX),
             freed_bytes,
             reallocations: self.reallocations.load(Relaxed),
             failures: self.failures.load(Relaxed),

@@ -117,7 +117,8 @@ struct Shard {
     allocations: AtomicU64,
     frees: AtomicU64,
     reallocations: AtomicU64,
-    /// Highest `allocated − freed` (as `i64`) this shard reached; never below zero.
+    /// Highest `allocated − freed` this shard reached (unsigned: a shard's live bytes may pass
+    /// `i64::MAX`; a moment where its frees lead its allocations raises nothing).
     peak: AtomicU64,
 }
 
@@ -165,9 +166,11 @@ impl Shard {
 
     #[inline(always)]
     fn raise_peak(&self, allocated: u64) {
-        let live = allocated.wrapping_sub(self.freed.load(Relaxed)) as i64;
-        if live > self.peak.load(Relaxed) as i64 {
-            self.peak.store(live as u64, Relaxed);
+        // Both figures only rise (a wrap sets the invalid flag), so they compare unsigned.
+        if let Some(live) = allocated.checked_sub(self.freed.load(Relaxed)) {
+            if live > self.peak.load(Relaxed) {
+                self.peak.store(live, Relaxed);
+            }
         }
     }
 
