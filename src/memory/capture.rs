@@ -20,9 +20,10 @@
 //! that violates the protocol can cost accuracy but never memory safety: an event still being
 //! written at `end` is reported as `IN_FLIGHT`, but a producer that stalls across `end` and the
 //! next `begin` can land its event in the next session, or mix it with that session's event in
-//! the same slot, without any loss flag (every field is an atomic: no torn read is UB). Nothing here allocates, calls user code or
-//! does I/O on the hot path, so capture cannot recurse into itself; a capture that runs out of
-//! room stops recording and says so, and the domain counters never depend on it.
+//! the same slot, without any loss flag (every field is an atomic: no torn read is UB).
+//! Nothing here allocates, calls user code or does I/O on the hot path, so capture cannot
+//! recurse into itself; a capture that runs out of room stops recording and says so, and the
+//! domain counters never depend on it.
 
 use std::cell::Cell;
 use std::ops::DerefMut;
