@@ -908,26 +908,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
     }
 
-    /// Ends a reservation batch that published its first `published` reserved keys (0: a
-    /// batch refused before it created anything): the other reservations are released, the
-    /// published bindings kept and counted (one revision when there are any).
-    pub(crate) fn abandon_scratch(&mut self, published: usize) {
-        let published = published.min(self.scratch.len());
-        for k in published..self.scratch.len() {
-            let w = self.scratch[k].0;
-            if let Probe::Found(i, _) = self.probe(&w) {
-                if self.entry(i).slot == u32::MAX - k as u32 {
-                    self.remove_entry(i);
-                }
-            }
-        }
-        self.finish_scratch(published);
-    }
-
-    /// Settles what an operation cut short by a panic left in the scratch list: keys still
-    /// reserved are released, keys already published count as the bindings they are. After
-    /// it the table is as if the operation had stopped cleanly after its last publication.
-    pub(crate) fn reclaim_scratch(&mut self) {
+    /// Ends a reservation batch, finished or not: keys still reserved are released, keys
+    /// already published are kept and counted as the bindings they are (one revision when
+    /// there are any). A batch cut short anywhere, a panic included, leaves the table as if it
+    /// had stopped cleanly after its last publication.
+    pub(crate) fn abandon_scratch(&mut self) {
         let mut published = 0;
         for k in 0..self.scratch.len() {
             let w = self.scratch[k].0;
@@ -1495,7 +1480,7 @@ mod tests {
         for a in &pairs {
             assert_eq!(t.lookup(&reg, &a.key).map(|(e, _)| e), Some(a.entity));
         }
-        t.abandon_scratch(0);
+        t.abandon_scratch();
     }
 
     /// Reservations: a taken or repeated key is refused; a batch abandoned half way keeps what
@@ -1511,14 +1496,14 @@ mod tests {
         }
         assert!(!t.reserve(&key(1, 2)), "a reserved key");
         t.publish_scratch(0, es[1], BindingKind(0));
-        t.abandon_scratch(1);
+        t.abandon_scratch();
         assert_eq!((t.len(), t.binding_revision()), (2, 2));
         assert_eq!(t.key_of(es[1]), Some(key(1, 1)));
         assert!(!t.contains_key(&key(1, 2)) && !t.contains_key(&key(1, 3)));
         assert!(t.check_consistent());
         // The abandoned keys can be reserved again.
         assert!(t.reserve(&key(1, 2)));
-        t.abandon_scratch(0);
+        t.abandon_scratch();
         assert!(t.check_consistent() && t.scratch_is_empty());
     }
 

@@ -131,7 +131,7 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
         }
         Err(panic) => {
             if let Ok((_, durable)) = enabled_mut(world) {
-                durable.bindings.abandon_scratch(0);
+                durable.bindings.abandon_scratch();
             }
             if created {
                 for &copy in out.iter() {
@@ -167,7 +167,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
     // Reservations left by an attempt whose cleanup a hand-written roster dodged (it handed
     // the panic handler a disabled part) are released before this one reserves.
     if !durable.bindings.scratch_is_empty() {
-        durable.bindings.abandon_scratch(0);
+        durable.bindings.abandon_scratch();
     }
     durable.next_epoch();
     let (mut bound, mut name_bytes) = (0usize, 0usize);
@@ -233,14 +233,14 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
         }
     }
     if let Some(m) = failure {
-        durable.bindings.abandon_scratch(0);
+        durable.bindings.abandon_scratch();
         return Err(m.into());
     }
     // Nothing below can fail: phase, liveness, capacity and budgets were checked (should the
     // create fail anyway, the reservations are released and nothing has changed).
     let (registry, durable) = enabled_mut(world)?;
     if let Err(e) = registry.try_create_batch(out) {
-        durable.bindings.abandon_scratch(0);
+        durable.bindings.abandon_scratch();
         return Err(e.into());
     }
     *created = true;
@@ -255,7 +255,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
         // Only a roster that hands out other parts than it was checked with gets here: keep
         // the binding table whole.
         if let Ok((_, durable)) = enabled_mut(world) {
-            durable.bindings.abandon_scratch(0);
+            durable.bindings.abandon_scratch();
         }
         return Err(e.into());
     }
@@ -279,7 +279,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
             .iter()
             .all(|&d| registry.is_alive(d) && !durable.hierarchy.has_links(d.slot()))
     {
-        durable.bindings.abandon_scratch(0);
+        durable.bindings.abandon_scratch();
         return Err(WorldError::ForeignPool.into());
     }
     let mut k = 0;

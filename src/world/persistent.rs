@@ -437,7 +437,7 @@ pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), Dur
     // unpublished reservations would otherwise look free to validation and then refuse the
     // binding half way.
     if !durable.stable.scratch_is_empty() {
-        durable.stable.reclaim_scratch();
+        durable.stable.abandon_scratch();
     }
     if !super::ops::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
@@ -702,7 +702,7 @@ fn transact_creates<W: PersistentOps>(
         for c in &tx.commands {
             let key = created(c).map(|s| stable_key(&s.id).0);
             if !key.is_some_and(|key| durable.stable.reserve(&key)) {
-                durable.stable.abandon_scratch(0);
+                durable.stable.abandon_scratch();
                 return None;
             }
         }
@@ -737,7 +737,7 @@ fn transact_creates<W: PersistentOps>(
                 // Only a roster that hands out other parts than it was checked with gets
                 // here: keep the binding table whole (what was published stays bound).
                 if let Ok((_, durable)) = enabled_mut(world) {
-                    durable.stable.abandon_scratch(at);
+                    durable.stable.abandon_scratch();
                 }
                 return Some(Err(DurableError::from(e).into()));
             }
