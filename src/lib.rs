@@ -35,7 +35,8 @@ pub struct ReadmeDoctests;
 /// handles, joins, commands and the durable-identity vocabulary.
 pub mod prelude {
     pub use crate::world::{
-        join, Activation, CheckpointOps, CommandBuffer, DurableConfig, DurableError, DurableOps,
-        EntityId, EntityRefs, PersistentOps, Resolution, Stores, WorldError, WorldOps,
+        cluster, join, opt, without, Activation, Bundle, CheckpointOps, CommandBuffer,
+        DurableConfig, DurableError, DurableOps, EntityId, EntityRefs, PersistentOps, Rejection,
+        Resolution, Stores, WorldError, WorldOps,
     };
 }
