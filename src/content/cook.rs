@@ -1,8 +1,8 @@
 //! The `ludus-cook identity` commands over files: read, check, mint or replay, publish.
 //!
-//! The binary (`src/bin/ludus-cook.rs`) is a thin shell over these functions: it parses the
-//! command line, picks the entropy source and the progress display, prints a [`CookError`] as
-//! one line and exits with [`CookError::exit_code`]. Everything else — and every refusal — is
+//! The binary (the `ludus-cook` package, `cook/src/main.rs`) is a thin shell over these
+//! functions: it parses the command line, picks the entropy source and the progress display,
+//! prints a [`CookError`] as one line and exits with [`CookError::exit_code`]. Everything else — and every refusal — is
 //! here, where tests reach it with injected entropy and publication hooks.
 //!
 //! Path conventions: `ROOT`, `MANIFEST`, `SCHEMA` and `OUTPUT` are ordinary file-system paths;

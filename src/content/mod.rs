@@ -9,7 +9,7 @@
 //!   [`EntropySource`](crate::identity::EntropySource); [`apply`] replays it onto a version-1
 //!   document without minting.
 //! * [`publish`] — atomic, create-new publication of whole files.
-//! * [`cook`] — the commands over files, which `src/bin/ludus-cook.rs` wraps.
+//! * [`cook`] — the commands over files, which the `ludus-cook` package (`cook/`) wraps.
 //! * [`RecordComponent`] / [`RecordList`] and [`entity_ref`] — a world's components as record
 //!   components, by roster name, entity-typed fields as the target's UUID.
 //! * [`restore_world`] / [`restore_world_from_slice`] — two-pass restore of a version-2 record

@@ -19,7 +19,7 @@ const SECOND: &str = "levels/second-room.world.json";
 
 fn golden(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/content/golden")
+        .join("../tests/fixtures/content/golden")
         .join(rel)
 }
 
