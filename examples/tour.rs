@@ -140,7 +140,7 @@ fn durable_identity() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Section 7: persistent spawn, an atomic transaction, a checkpoint digest and a restore.
 fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
-    use ludus::world::{PreparedSpawn, Transaction, TxCommand};
+    use ludus::durable::{PreparedSpawn, Transaction, TxCommand};
     let mut level = Level::try_new_durable(64, DurableConfig::default())?;
     level.begin_structural();
     // Minted once at ingress; the JSON is what a server records and replays.
@@ -167,7 +167,7 @@ fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
     let again = level.entity_of(&spawn.id).ok_or("not restored")?;
     println!(
         "  restored digest {} (x = {}); the old handle is {:?}",
-        &ludus::world::digest_hex(&level.checkpoint_digest())[..16],
+        &ludus::durable::digest_hex(&level.checkpoint_digest())[..16],
         level.get::<Position>(again).map_or(f32::NAN, |p| p.x),
         level.registry.diagnose(e)
     );

@@ -16,6 +16,7 @@
 
 mod buckets;
 pub mod content;
+pub mod durable;
 mod hint;
 pub mod identity;
 pub mod memory;
@@ -31,12 +32,15 @@ pub use world::{join, CommandBuffer, ComponentPool, EntityId, EntityRegistry, Wo
 pub struct ReadmeDoctests;
 
 /// The names most programs need: `use ludus::prelude::*;` brings the world operations
-/// ([`WorldOps`](world::WorldOps), [`DurableOps`](world::DurableOps)) into scope, with
+/// ([`WorldOps`](world::WorldOps), [`DurableOps`](durable::DurableOps)) into scope, with
 /// handles, joins, commands and the durable-identity vocabulary.
 pub mod prelude {
+    pub use crate::durable::{
+        Activation, CheckpointOps, DurableConfig, DurableError, DurableOps, EntityRefs,
+        PersistentOps, Resolution,
+    };
     pub use crate::world::{
-        cluster, join, opt, without, Activation, Bundle, CheckpointOps, CommandBuffer,
-        DurableConfig, DurableError, DurableOps, EntityId, EntityRefs, PersistentOps, Rejection,
-        Resolution, Stores, WorldError, WorldOps,
+        cluster, join, opt, without, Bundle, CommandBuffer, EntityId, Rejection, Stores,
+        WorldError, WorldOps,
     };
 }

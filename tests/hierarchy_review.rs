@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 
 use bytemuck::{Pod, Zeroable};
+use ludus::durable::{HierarchyError, OrphanPolicy};
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::prelude::*;
-use ludus::world::{HierarchyError, InitError, OrphanPolicy};
+use ludus::world::InitError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 #[repr(C)]
@@ -636,7 +637,7 @@ fn differential_random_walk() {
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn name_arena_past_the_offset_range_is_refused() {
-    use ludus::world::MAX_NAME_BYTES;
+    use ludus::durable::MAX_NAME_BYTES;
     let config = |name_bytes| DurableConfig {
         name_bytes,
         ..DurableConfig::default()

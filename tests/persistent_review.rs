@@ -9,13 +9,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
-use ludus::identity::test_entropy::SeqEntropy;
-use ludus::identity::PersistentId;
-use ludus::prelude::*;
-use ludus::world::{
+use ludus::durable::{
     Checkpoint, CheckpointEntity, CheckpointError, ComponentValue, HexBytes, PreparedSpawn,
     Transaction, TxCommand, TxError, TxRejection, IDENTITY_COMPONENT,
 };
+use ludus::identity::test_entropy::SeqEntropy;
+use ludus::identity::PersistentId;
+use ludus::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 #[repr(C)]
@@ -702,7 +702,7 @@ impl ludus::world::Roster for Panicky {
     fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
         self.inner.parts_ref()
     }
-    fn durable_ref(&self) -> &ludus::world::Durable {
+    fn durable_ref(&self) -> &ludus::durable::Durable {
         self.inner.durable_ref()
     }
 }

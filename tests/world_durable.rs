@@ -2,13 +2,13 @@
 //! hierarchy, protection, unload/reload, duplication all or nothing.
 
 use bytemuck::{Pod, Zeroable};
-use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
-use ludus::identity::{EntropyError, InstanceId, MintError, PersistentObjectKey, SourceObjectId};
-use ludus::prelude::*;
-use ludus::world::{
+use ludus::durable::{
     ActivationError, BindingKind, CandidateRejection, CatalogEntry, HierarchyError,
     InvalidReference, OrphanPolicy,
 };
+use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
+use ludus::identity::{EntropyError, InstanceId, MintError, PersistentObjectKey, SourceObjectId};
+use ludus::prelude::*;
 
 /// A position.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -485,7 +485,7 @@ fn duplication_remaps_references_inside_the_selection() {
     assert_ne!(ka2, key(1, 1));
     assert_eq!(w.key_of(c2), None);
     assert_eq!(
-        w.resolve_with(&kb2, Some(BindingKind(3)), &ludus::world::NoCatalog),
+        w.resolve_with(&kb2, Some(BindingKind(3)), &ludus::durable::NoCatalog),
         Resolution::Resolved(b2)
     );
     assert_eq!(w.binding_revision(), rev + 1);
@@ -660,14 +660,14 @@ fn a_crafted_collision_set_is_refused_at_the_probe_limit_not_quadratic() {
     assert_eq!(
         w.activate(&batch),
         Err(DurableError::Activation(ActivationError::Candidate {
-            index: ludus::world::MAX_PROBE,
+            index: ludus::durable::MAX_PROBE,
             reason: CandidateRejection::ProbeLimit
         }))
     );
     assert_eq!(w.durable.bindings().len(), 0, "nothing published");
     assert_eq!(
         w.durable.bindings().stats().longest_probe as usize,
-        ludus::world::MAX_PROBE
+        ludus::durable::MAX_PROBE
     );
     assert_eq!(w.counts().probe_limit_hits, 1);
     // Resolving a crafted key that is not bound also stops at the limit.
@@ -749,7 +749,7 @@ fn nothing_allocates_after_init() {
 
 #[test]
 fn tickets_refuse_stale_completions() {
-    use ludus::world::StaleCompletion;
+    use ludus::durable::StaleCompletion;
     let mut w = level(4);
     let e = w.spawn((Pos(1.0),)).unwrap();
     // A valid completion.
@@ -790,7 +790,7 @@ fn tickets_refuse_stale_completions() {
     assert_eq!(again.slot(), e.slot());
     w.activate(&[Activation::new(again, key(1, 1))]).unwrap();
     assert_eq!(w.complete(&t), Err(StaleCompletion::Destroyed));
-    let forged = ludus::world::OperationTicket { entity: again, ..t };
+    let forged = ludus::durable::OperationTicket { entity: again, ..t };
     assert!(
         w.complete(&forged).is_err(),
         "a recreated entity's sequence moved on"
@@ -800,7 +800,7 @@ fn tickets_refuse_stale_completions() {
 
 #[test]
 fn a_selection_keeps_keys_and_re_resolves_after_reload() {
-    use ludus::world::{Selection, SelectionError};
+    use ludus::durable::{Selection, SelectionError};
     let mut w = level(8);
     let a = w.spawn((Pos(1.0),)).unwrap();
     let b = w.spawn((Pos(2.0),)).unwrap();

@@ -7,14 +7,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use bytemuck::{Pod, Zeroable};
+use ludus::durable::{ActivationError, CandidateRejection, NoCatalog, WorldBindingTable};
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::{
     EntropyError, EntropySource, InstanceId, PersistentObjectKey, SourceObjectId,
 };
 use ludus::prelude::*;
-use ludus::world::{
-    ActivationError, CandidateRejection, EntityRegistry, NoCatalog, WorldBindingTable,
-};
+use ludus::world::EntityRegistry;
 
 /// A position.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -217,9 +216,9 @@ fn a_swapped_durable_part_describes_no_entity() {
 /// shifts by one per call), pair A otherwise.
 struct Twin {
     reg_a: ludus::world::ReadOnly<EntityRegistry>,
-    d_a: ludus::world::ReadOnly<ludus::world::Durable>,
+    d_a: ludus::world::ReadOnly<ludus::durable::Durable>,
     reg_b: ludus::world::ReadOnly<EntityRegistry>,
-    d_b: ludus::world::ReadOnly<ludus::world::Durable>,
+    d_b: ludus::world::ReadOnly<ludus::durable::Durable>,
     script: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
@@ -237,7 +236,7 @@ impl ludus::world::Roster for Twin {
             (&mut self.reg_a, &mut self.d_a, ())
         }
     }
-    fn durable_ref(&self) -> &ludus::world::Durable {
+    fn durable_ref(&self) -> &ludus::durable::Durable {
         &self.d_a
     }
     fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
@@ -316,7 +315,7 @@ type Action = Box<dyn FnMut(&mut Level)>;
 /// spare, disabled durable part at chosen calls.
 struct Hook {
     inner: Level,
-    spare: ludus::world::ReadOnly<ludus::world::Durable>,
+    spare: ludus::world::ReadOnly<ludus::durable::Durable>,
     calls: u32,
     /// (call number, action).
     actions: Vec<(u32, Action)>,
@@ -347,7 +346,7 @@ impl ludus::world::Roster for Hook {
     fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
         self.inner.parts_ref()
     }
-    fn durable_ref(&self) -> &ludus::world::Durable {
+    fn durable_ref(&self) -> &ludus::durable::Durable {
         self.inner.durable_ref()
     }
 }

@@ -12,16 +12,17 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytemuck::{Pod, Zeroable};
+use ludus::durable::{
+    ActivationError, BindingKind, CandidateRejection, CatalogEntry, HierarchyError,
+    InvalidReference, NoCatalog, OrphanPolicy, WorldCounts,
+};
 use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
 use ludus::identity::{
     EntropySource, IdentityConflict, InstanceId, MintError, PersistentObjectKey, SourceObjectId,
     UuidError, MINT_ATTEMPTS, TERMINAL_GENERATION,
 };
 use ludus::prelude::*;
-use ludus::world::{
-    ActivationError, BindingKind, CandidateRejection, CatalogEntry, CommandError, HierarchyError,
-    InvalidReference, NoCatalog, OrphanPolicy, Rejection, WorldCounts,
-};
+use ludus::world::{CommandError, Rejection};
 use proptest::prelude::*;
 
 /// A position (grouped with [`Vel`]).

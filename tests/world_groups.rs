@@ -12,9 +12,9 @@
 #![allow(missing_docs, missing_debug_implementations)] // test rosters
 
 use bytemuck::{cast_slice, Pod, Zeroable};
+use ludus::durable::Durable;
 use ludus::world::{
-    join, CommandBuffer, Durable, DurableParts, Owners, PartsRef, Roster, Stores, WorldError,
-    WorldOps,
+    join, CommandBuffer, DurableParts, Owners, PartsRef, Roster, Stores, WorldError, WorldOps,
 };
 use ludus::EntityId;
 use std::collections::HashMap;

@@ -4,14 +4,14 @@
 use std::collections::HashSet;
 
 use bytemuck::{Pod, Zeroable};
-use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
-use ludus::identity::{PersistentId, PersistentIdError};
-use ludus::prelude::*;
-use ludus::world::{
+use ludus::durable::{
     digest_hex, Checkpoint, CheckpointError, ComponentValue, HexBytes, PrepareError, PreparedSpawn,
     ReplayEntry, ReplayLog, Transaction, TransactionQueue, TxCommand, TxError, TxRejection,
     IDENTITY_COMPONENT, REPLAY_FORMAT,
 };
+use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
+use ludus::identity::{PersistentId, PersistentIdError};
+use ludus::prelude::*;
 
 /// A position.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -404,7 +404,7 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
     let mut too_many = good.clone();
     for seed in 10..20 {
         let p = spawn(seed, Pos { x: 0.0, y: 0.0 }, 1);
-        too_many.entities.push(ludus::world::CheckpointEntity {
+        too_many.entities.push(ludus::durable::CheckpointEntity {
             id: p.id,
             identity: Some(p.id),
             components: vec![],
@@ -571,7 +571,7 @@ fn write_golden_fixture_when_asked() {
 /// Review findings: every one must be refused before anything changes.
 #[test]
 fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() {
-    use ludus::world::CheckpointEntity;
+    use ludus::durable::CheckpointEntity;
     let mut w = sim(8);
     let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
     w.transact(&tx(vec![create(&a)])).unwrap();
@@ -706,7 +706,7 @@ fn cases(cases: u32) -> proptest::prelude::ProptestConfig {
 /// churn (deletes, updates, removals, fresh spawns) that moves pool entries off their slots.
 mod checkpoint_model {
     use super::*;
-    use ludus::world::CheckpointEntity;
+    use ludus::durable::CheckpointEntity;
     use proptest::prelude::*;
     use sha2::{Digest, Sha256};
 

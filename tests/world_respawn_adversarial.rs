@@ -10,9 +10,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
+use ludus::durable::Durable;
 use ludus::world::{
-    cluster, join, CommandBuffer, Durable, DurableParts, JoinPlan, PartsRef, Roster, Stores,
-    WorldError, WorldOps,
+    cluster, join, CommandBuffer, DurableParts, JoinPlan, PartsRef, Roster, Stores, WorldError,
+    WorldOps,
 };
 use ludus::EntityId;
 
@@ -241,7 +242,7 @@ type Observed = BTreeMap<(u32, u32), (Row, Option<(u32, u32)>, String, usize)>;
 
 /// Everything observable but dense order.
 fn observe(w: &mut R) -> Observed {
-    use ludus::world::DurableOps;
+    use ludus::durable::DurableOps;
     assert!(w.check_groups());
     assert!(w.check_clusters());
     assert!(w.check_pools());
@@ -327,9 +328,9 @@ fn observe(w: &mut R) -> Observed {
 }
 
 fn durable_r(capacity: usize) -> R {
-    let config = ludus::world::DurableConfig {
+    let config = ludus::durable::DurableConfig {
         name_bytes: 1 << 14,
-        ..ludus::world::DurableConfig::default()
+        ..ludus::durable::DurableConfig::default()
     };
     R::try_new_durable(capacity, config).unwrap()
 }
@@ -372,7 +373,7 @@ macro_rules! with_bundle {
 }
 
 fn differential(seed: u64, rounds: usize, capacity: usize) {
-    use ludus::world::DurableOps;
+    use ludus::durable::DurableOps;
     let mut rng = Rng(seed | 1);
     let mut x = durable_r(capacity); // respawn
     let mut y = durable_r(capacity); // destroy + spawn

@@ -284,7 +284,8 @@ fn a_dropped_type_unpacks_its_group_around_the_shared_rows() {
 // respawn: whatever the commit returns, the world's invariants hold.
 // ---------------------------------------------------------------------------------------------
 
-use ludus::world::{Durable, DurableParts, PartsRef, Roster, Stores};
+use ludus::durable::Durable;
+use ludus::world::{DurableParts, PartsRef, Roster, Stores};
 
 pub struct Hostile {
     pub w: W,

@@ -8,10 +8,11 @@ use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use bytemuck::{Pod, Zeroable};
+use ludus::durable::Durable;
 use ludus::prelude::*;
 use ludus::world::{
-    CommandError, ComponentList, ComponentPool, Durable, DurableParts, EntityRegistry, GroupList,
-    PartsRef, ReadOnly, Rejection, Roster,
+    CommandError, ComponentList, ComponentPool, DurableParts, EntityRegistry, GroupList, PartsRef,
+    ReadOnly, Rejection, Roster,
 };
 
 /// Component A.

@@ -34,8 +34,8 @@ use super::mapping::{component_index, RecordList};
 use super::plan::Plan;
 use super::record::{is_component_name, Components};
 use super::restore::{apply_plan, unresolved, RestoreError, RestoreErrorKind, Restored};
+use crate::durable::DurableOps;
 use crate::identity::{InstanceId, UuidError, UuidPolicy};
-use crate::world::DurableOps;
 
 /// The `format` member of a level file.
 pub const LEVEL_FORMAT: &str = "ludus.level";

@@ -6,7 +6,7 @@
 //! Each component's properties are its serde form ([`RecordComponent`]: `Pod` + `Serialize` +
 //! `DeserializeOwned`, a blanket impl), so a `#[derive(Serialize, Deserialize)]` struct is a
 //! record component. Entity-typed fields are the ones the component's
-//! [`EntityRefs`](crate::world::EntityRefs) impl visits (declared in the world's
+//! [`EntityRefs`](crate::durable::EntityRefs) impl visits (declared in the world's
 //! `entity_refs { .. }` clause); they carry [`entity_ref`] as their serde adapter, so in a
 //! record they hold the target's UUID, `""` for no target:
 //!
@@ -43,7 +43,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::world::{ComponentList, EntityId, EntityRefs, RefList, RefVisitor, Roster};
+use crate::durable::EntityRefs;
+use crate::world::{ComponentList, EntityId, RefList, RefVisitor, Roster};
 
 /// A component that World records carry: plain data with a serde form (its properties).
 /// Implemented for every such type.

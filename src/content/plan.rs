@@ -35,11 +35,9 @@ use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
 use super::restore::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
+use crate::durable::{Activation, BindingKind, DurableError, DurableOps, HierarchyError};
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
-use crate::world::{
-    insert_value, roster_intact, Activation, BindingKind, DurableError, DurableOps, EntityId,
-    HierarchyError, Roster, WorldError,
-};
+use crate::world::{insert_value, roster_intact, EntityId, Roster, WorldError};
 use serde_json::Value;
 
 /// One entity of a plan.
@@ -296,7 +294,7 @@ impl Plan {
         let names: usize = self
             .entities
             .iter()
-            .map(|e| crate::world::Hierarchy::<W::Alloc>::name_cost(e.name.1))
+            .map(|e| crate::durable::Hierarchy::<W::Alloc>::name_cost(e.name.1))
             .sum();
         let h = durable.hierarchy();
         let longest = self.entities.iter().map(|e| e.name.1).max().unwrap_or(0);
@@ -314,7 +312,7 @@ impl Plan {
             let b = durable.bindings();
             if n > b.capacity() - b.len() {
                 return Err(world_err(DurableError::Activation(
-                    crate::world::ActivationError::CapacityExhausted {
+                    crate::durable::ActivationError::CapacityExhausted {
                         requested: n,
                         available: b.capacity() - b.len(),
                         capacity: b.capacity(),

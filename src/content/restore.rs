@@ -14,8 +14,9 @@ use super::level::LevelErrorKind;
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
 use super::record::{RecordErrorKind, WorldV2};
+use crate::durable::{DurableError, DurableOps};
 use crate::identity::{InstanceId, PersistentObjectKey};
-use crate::world::{DurableError, DurableOps, EntityId};
+use crate::world::EntityId;
 
 /// Why a document was not restored; the world is unchanged.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

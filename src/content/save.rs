@@ -22,11 +22,12 @@ use super::mapping::{
 };
 use super::record::{is_schema_name, WorldV2};
 use crate::buckets::{sort_by_high32, sort_ties};
+use crate::durable::{DurableError, DurableOps};
 use crate::hint::{prefetch, prefetch_bytes};
 use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
-use crate::world::{DurableError, DurableOps, EntityId, PoolsRefList, WorldError};
+use crate::world::{EntityId, PoolsRefList, WorldError};
 
 /// Why a world was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -22,7 +22,7 @@
 /// `insert`, `remove`, `insert_batch`, `remove_batch`, `get`, `get_mut`, `contains`, `pool`,
 /// `pool_mut`, `pools_mut`, `split_mut`, `group_mut`, `commit`, `begin_structural`,
 /// `end_structural`, `clear_pending`; the durable-identity operations are methods of
-/// [`DurableOps`](crate::world::DurableOps). The macro adds four constructors, `try_new(capacity)`,
+/// [`DurableOps`](crate::durable::DurableOps). The macro adds four constructors, `try_new(capacity)`,
 /// `try_new_in(capacity, alloc)`, and with durable tables `try_new_durable(capacity, config)` and
 /// `try_new_durable_in(capacity, config, alloc)` (all memory at init; a failed init consumes no
 /// owner token),
@@ -100,7 +100,7 @@ macro_rules! world {
             >,
             /// Durable identity: binding table, names and hierarchy (disabled unless made
             /// with `try_new_durable`); read-only outside the world's methods.
-            pub durable: $crate::world::ReadOnly<$crate::world::Durable<__LudusAlloc>>,
+            pub durable: $crate::world::ReadOnly<$crate::durable::Durable<__LudusAlloc>>,
             $( $(#[$fmeta])* $fvis $field: $crate::world::ComponentPool<$ty, __LudusAlloc>, )+
         }
 
@@ -122,7 +122,7 @@ macro_rules! world {
             #[allow(dead_code)]
             pub fn try_new_durable(
                 capacity: usize,
-                config: $crate::world::DurableConfig,
+                config: $crate::durable::DurableConfig,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 Self::try_new_durable_in(capacity, config, $crate::world::__private::Global)
             }
@@ -148,7 +148,7 @@ macro_rules! world {
             /// As [`try_new`](Self::try_new).
             pub fn try_new_durable_in(
                 capacity: usize,
-                config: $crate::world::DurableConfig,
+                config: $crate::durable::DurableConfig,
                 alloc: __LudusAlloc,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 Self::try_with_in(capacity, ::core::option::Option::Some(config), alloc)
@@ -156,7 +156,7 @@ macro_rules! world {
 
             fn try_with_in(
                 capacity: usize,
-                config: ::core::option::Option<$crate::world::DurableConfig>,
+                config: ::core::option::Option<$crate::durable::DurableConfig>,
                 alloc: __LudusAlloc,
             ) -> ::core::result::Result<Self, $crate::world::InitError> {
                 let mut world = Self {
@@ -188,7 +188,7 @@ macro_rules! world {
                 (&mut self.registry, &mut self.durable, $crate::world!(@mut self; $($field),+))
             }
             #[inline(always)]
-            fn durable_ref(&self) -> &$crate::world::Durable<__LudusAlloc> {
+            fn durable_ref(&self) -> &$crate::durable::Durable<__LudusAlloc> {
                 &self.durable
             }
             #[inline(always)]

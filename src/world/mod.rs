@@ -77,90 +77,37 @@
 //! w.destroy(e).unwrap();
 //! ```
 
-use crate::identity::{Handle, HandleTag};
-
-mod access;
-mod binding;
-mod checkpoint;
-mod cluster;
-mod commands;
-mod dense;
-mod duplicate;
-mod durable;
-mod durable_ops;
-mod error;
-mod fixed;
-mod group;
-mod hierarchy;
-mod join;
+pub(crate) mod command;
 mod macros;
-mod observe;
-mod ops;
-mod owners;
-mod persistent;
-mod pool;
-mod query;
-mod read_only;
-mod registry;
-mod roster;
-mod spawn;
-mod ticket;
+pub(crate) mod query;
+pub(crate) mod raw;
+pub(crate) mod store;
+pub(crate) mod world_ops;
 
-pub use access::{GroupQuery, PoolAccess, PoolQuery};
-pub use binding::{
-    Activation, ActivationError, BindingKind, BindingStats, CandidateRejection, CatalogEntry,
-    InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, LOOKUP_BATCH,
-    MAX_BINDINGS, MAX_PROBE,
-};
-pub use checkpoint::{
-    digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
-    ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
-};
-pub use cluster::{cluster, ClusterError, IntoCluster};
-pub use commands::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target};
-pub use durable::{Durable, DurableConfig, DurableCounters, EntityRefs};
-pub use durable_ops::{DurableError, DurableOps};
-pub use error::{CommandError, InitError, Rejection, WorldError};
-pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES};
-pub use join::{join, IntoJoin, Join, JoinPlan};
-pub use observe::{Outliner, OutlinerRow, WorldCounts};
-/// Typed insert without the compile-time roster bound (content restore dispatches by type).
-pub(crate) use ops::insert as insert_value;
-/// Whether a world's pools are exactly those bound to its registry (content restore checks it
-/// before pass 1).
-pub(crate) use ops::roster_intact;
-pub use ops::WorldOps;
-pub use owners::{EntityKey, Owners, OwnersIter};
-pub use persistent::{
-    ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,
-    Transaction, TransactionQueue, TxCommand, TxError, TxRejection, TxReport, IDENTITY_COMPONENT,
-    MAX_COMMAND_COMPONENTS,
-};
-pub use pool::{ComponentPool, SELECT_BLOCK};
-pub use query::{
+pub use command::buffer::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target};
+pub use command::spawn::Bundle;
+pub use query::cluster::{cluster, ClusterError, IntoCluster};
+pub use query::column::{
     opt, without, Column, ColumnMut, ColumnRef, IntoColumn, Opt, OptMut, OptRef, Without,
 };
-pub use read_only::ReadOnly;
-pub use registry::{EntityRegistry, MAX_CAPACITY};
-pub use roster::{
+pub use query::join::{join, IntoJoin, Join, JoinPlan};
+pub use query::pool_access::{GroupQuery, PoolAccess, PoolQuery};
+pub use raw::keys::{EntityId, EntityKey, EntityTag, Owners, OwnersIter};
+pub use store::error::{CommandError, InitError, Rejection, WorldError};
+pub use store::pool::{ComponentPool, SELECT_BLOCK};
+pub use store::read_only::ReadOnly;
+pub use store::registry::{EntityRegistry, MAX_CAPACITY};
+pub use store::roster::{
     ComponentList, DurableParts, GroupList, GroupVisitor, Parts, PartsRef, PoolVisitor, PoolsMut,
     PoolsMutList, PoolsRef, PoolsRefList, RefList, RefVisitor, Roster, Stores, TypeVisitor,
     MAX_GROUP_MEMBERS,
 };
-pub use spawn::Bundle;
-pub use ticket::{OperationTicket, Selection, SelectionEntry, SelectionError, StaleCompletion};
-
-/// Tag of entity handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EntityTag {}
-
-impl HandleTag for EntityTag {
-    const NAME: &'static str = "Entity";
-    const OWNER: &'static str = "World";
-}
-
-/// A runtime entity handle: owner (world token) `u64`, slot `u32`, generation `u32`.
-pub type EntityId = Handle<EntityTag>;
+/// Typed insert without the compile-time roster bound (content restore dispatches by type).
+pub(crate) use world_ops::insert as insert_value;
+/// Whether a world's pools are exactly those bound to its registry (content restore checks it
+/// before pass 1).
+pub(crate) use world_ops::roster_intact;
+pub use world_ops::WorldOps;
 
 /// Paths the [`world!`](crate::world!) expansion names. Hidden because it is no API of its
 /// own: re-exports of the allocator trait and the default allocator, so user crates need no

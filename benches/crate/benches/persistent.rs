@@ -57,15 +57,15 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
+use ludus::durable::Checkpoint;
 use ludus::identity::PersistentId;
 use ludus::prelude::*;
-use ludus::world::Checkpoint;
 use sha2::{Digest, Sha256};
 
 #[path = "common/persistent.rs"]
 mod common;
 use common::{durable, id_bytes, plain, prepared, Hp, Pos, Sim};
-use ludus::world::{Transaction, TxCommand};
+use ludus::durable::{Transaction, TxCommand};
 
 /// Prepared spawns of `transact_10k`.
 const SPAWNS: usize = 10_000;

@@ -13,8 +13,8 @@
 use std::hint::black_box;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use ludus::durable::{Checkpoint, Transaction};
 use ludus::prelude::*;
-use ludus::world::{Checkpoint, Transaction};
 
 #[path = "common/persistent.rs"]
 mod common;

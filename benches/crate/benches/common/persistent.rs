@@ -1,9 +1,9 @@
 //! The persistent benches' shared fixture (`persistent.rs`, `persistent_iai.rs`): the world,
 //! the prepared transaction, and the copy-and-hash baseline of `checkpoint_digest`.
 
+use ludus::durable::{PreparedSpawn, Transaction, TxCommand};
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::prelude::*;
-use ludus::world::{PreparedSpawn, Transaction, TxCommand};
 use sha2::{Digest, Sha256};
 
 /// The canonical encoding's header (`checkpoint.rs` module docs).

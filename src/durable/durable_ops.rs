@@ -5,16 +5,20 @@
 //! They need a world made with `try_new_durable` (else [`DurableError::Disabled`]) and check
 //! that its durable part belongs to its registry. Every failing operation changes nothing.
 
-use super::binding::{
+use crate::durable::binding::{
     Activation, ActivationError, BindingKind, NoCatalog, ResidencyCatalog, Resolution,
 };
-use super::duplicate;
-use super::hierarchy::{HierarchyError, OrphanPolicy};
-use super::observe::{Outliner, WorldCounts};
-use super::roster::{ComponentList, Roster};
-use super::ticket::{OperationTicket, StaleCompletion};
-use super::{Durable, EntityId, EntityRegistry, WorldError, WorldOps};
+use crate::durable::duplicate_graph;
+use crate::durable::hierarchy::{HierarchyError, OrphanPolicy};
+use crate::durable::outliner::{Outliner, WorldCounts};
+use crate::durable::tables::Durable;
+use crate::durable::ticket::{OperationTicket, StaleCompletion};
 use crate::identity::{EntropySource, InstanceId, MintError, PersistentObjectKey};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::WorldError;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::roster::{ComponentList, Roster};
+use crate::world::world_ops::WorldOps;
 
 /// Failure of a durable operation; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -90,7 +94,7 @@ pub(crate) fn enabled_mut<W: Roster>(
 /// `use ludus::prelude::*`.
 pub trait DurableOps: WorldOps {
     /// Publishes a batch of bindings, all or nothing (see
-    /// [`WorldBindingTable::try_activate`](super::WorldBindingTable::try_activate)).
+    /// [`WorldBindingTable::try_activate`](crate::durable::binding::WorldBindingTable::try_activate)).
     ///
     /// # Errors
     /// [`DurableError::Disabled`], [`DurableError::Activation`].
@@ -104,7 +108,7 @@ pub trait DurableOps: WorldOps {
     /// ask [`resolve_with`](Self::resolve_with) about those for the reason), written to the
     /// same place of `out`; returns how many resolved. Equal to resolving them one by one,
     /// and faster for many keys in a large table (see
-    /// [`WorldBindingTable::lookup_batch`](super::WorldBindingTable::lookup_batch)).
+    /// [`WorldBindingTable::lookup_batch`](crate::durable::binding::WorldBindingTable::lookup_batch)).
     ///
     /// # Errors
     /// [`DurableError::Disabled`].
@@ -372,7 +376,7 @@ pub trait DurableOps: WorldOps {
         entropy: &mut S,
         out: &mut [EntityId],
     ) -> Result<(), DurableError> {
-        duplicate::duplicate(self, selection, entropy, out)
+        duplicate_graph::duplicate(self, selection, entropy, out)
     }
 
     /// The outliner: every live entity with a binding, a stable id, a name, a parent,

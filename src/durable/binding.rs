@@ -26,9 +26,12 @@ use core::hash::{BuildHasher, Hasher};
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 
-use super::fixed::filled;
-use super::{EntityId, EntityRegistry, InitError, Rejection};
 use crate::identity::{InstanceId, OwnerToken, PersistentObjectKey, UuidError, UuidPolicy};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::InitError;
+use crate::world::store::error::Rejection;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::reserve::filled;
 
 /// The longest probe sequence (in buckets) an insertion or lookup walks.
 pub const MAX_PROBE: usize = 128;
@@ -458,7 +461,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             stats: BindingStats::default(),
             // Written once at init: the first large transaction or duplication does not
             // fault its pages in.
-            scratch: super::fixed::resident(capacity, (Words::ZERO, 0), alloc)?,
+            scratch: crate::world::store::reserve::resident(capacity, (Words::ZERO, 0), alloc)?,
             raw: false,
         })
     }

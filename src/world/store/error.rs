@@ -1,7 +1,7 @@
 //! Typed errors of the world: initialization, structural operations, rejections and commands.
 
 /// Why a handle does not name an active entity of a registry, as reported by
-/// [`EntityRegistry::diagnose`](super::EntityRegistry::diagnose).
+/// [`EntityRegistry::diagnose`](crate::world::store::registry::EntityRegistry::diagnose).
 ///
 /// The variants follow the validation order: shape, owner, range, slot state, generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
@@ -34,7 +34,7 @@ pub enum Rejection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum InitError {
     /// The requested capacity exceeds what the layout addresses: the slot space (`u32::MAX`
-    /// slots), or [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES) for a durable world's name arena.
+    /// slots), or [`MAX_NAME_BYTES`](crate::durable::hierarchy::MAX_NAME_BYTES) for a durable world's name arena.
     #[error("capacity {requested} exceeds the maximum {max}")]
     CapacityTooLarge {
         /// Requested capacity.
@@ -50,9 +50,9 @@ pub enum InitError {
     IdentityExhausted,
     /// An owned group is invalid: two groups share a pool without being nested (one's
     /// members a strict subset of the other's), a pool is twice in one group, a group has no
-    /// member or more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), or a member is
+    /// member or more than [`MAX_GROUP_MEMBERS`](crate::world::store::roster::MAX_GROUP_MEMBERS), or a member is
     /// not a component of the world.
-    #[error("invalid owned groups: two groups share a pool without being nested, a pool twice in one group, an empty or oversized group (at most {max} members), or a member the world does not store", max = super::MAX_GROUP_MEMBERS)]
+    #[error("invalid owned groups: two groups share a pool without being nested, a pool twice in one group, an empty or oversized group (at most {max} members), or a member the world does not store", max = crate::world::store::roster::MAX_GROUP_MEMBERS)]
     GroupOverlap,
     /// The world's roster names one component type twice (use newtypes).
     #[error("a component type appears twice in the world's roster; wrap one in a newtype")]

@@ -12,18 +12,21 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::binding::WorldBindingTable;
-use super::fixed::filled;
-use super::hierarchy::{Hierarchy, OrphanPolicy};
-use super::ticket::TicketState;
-use super::{EntityId, EntityRegistry, InitError, ReadOnly};
+use crate::durable::binding::WorldBindingTable;
+use crate::durable::hierarchy::{Hierarchy, OrphanPolicy};
+use crate::durable::ticket::TicketState;
 use crate::identity::OwnerToken;
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::InitError;
+use crate::world::store::read_only::ReadOnly;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::reserve::filled;
 
 /// How a durable world sizes its identity tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurableConfig {
     /// Bytes of the name arena (names are stored with a 6-byte header each); at most
-    /// [`MAX_NAME_BYTES`](super::MAX_NAME_BYTES), else init fails with
+    /// [`MAX_NAME_BYTES`](crate::durable::hierarchy::MAX_NAME_BYTES), else init fails with
     /// [`InitError::CapacityTooLarge`].
     pub name_bytes: usize,
     /// Most bindings at once (at most the world's capacity; `usize::MAX`: the capacity).
@@ -76,7 +79,7 @@ pub struct DurableCounters {
 }
 
 /// The durable-identity part of a world (module docs). Read it through the world's `durable`
-/// field; it changes only through the world's [`DurableOps`](super::DurableOps).
+/// field; it changes only through the world's [`DurableOps`](crate::durable::durable_ops::DurableOps).
 pub struct Durable<A: Allocator + Clone = Global> {
     owner: OwnerToken,
     pub(crate) bindings: WorldBindingTable<A>,

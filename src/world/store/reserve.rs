@@ -3,7 +3,7 @@
 use allocator_api2::alloc::Allocator;
 use allocator_api2::vec::Vec;
 
-use super::InitError;
+use crate::world::store::error::InitError;
 
 /// An empty vector whose capacity is at least `capacity`, reserved in one allocation.
 /// Callers keep `len <= capacity`, so `push` never reallocates.

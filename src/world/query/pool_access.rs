@@ -9,8 +9,9 @@ use core::any::{type_name, TypeId};
 
 use bytemuck::Pod;
 
-use super::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
-use super::{ComponentPool, Owners};
+use crate::world::raw::keys::Owners;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 
 /// The pool of `T`, taken out of `pools`; panics when it was taken already or is missing.
 #[inline(always)]
@@ -69,7 +70,7 @@ impl<W: Stores<T>, T: Pod> PoolAccess<W> for &T {
 }
 
 /// A tuple of 1 to 8 [`PoolAccess`] elements naming distinct component types of `W`, e.g.
-/// `(&mut Position, &Velocity)`; see [`WorldOps::pools_mut`](super::WorldOps::pools_mut).
+/// `(&mut Position, &Velocity)`; see [`WorldOps::pools_mut`](crate::world::world_ops::WorldOps::pools_mut).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a pool query of the world `{W}`",
     note = "a pool query is a tuple of 1 to 8 elements `&mut T` or `&T`, each `T` a component of the world (`Stores<T>`), e.g. `(&mut Position, &Velocity)`"
@@ -110,7 +111,7 @@ tuple_query!(Q0, Q1, Q2, Q3, Q4, Q5, Q6);
 tuple_query!(Q0, Q1, Q2, Q3, Q4, Q5, Q6, Q7);
 
 /// A tuple of 1 to 8 component types of one owned group of `W`, e.g. `(Position, Velocity)`;
-/// see [`WorldOps::group_mut`](super::WorldOps::group_mut).
+/// see [`WorldOps::group_mut`](crate::world::world_ops::WorldOps::group_mut).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a group query of the world `{W}`",
     note = "a group query is a tuple of 1 to 8 component types of one owned group, e.g. `(Position, Velocity)`"

@@ -28,7 +28,7 @@
 //! (it visits the runs whose signature holds every column, all of them pools with the stamp).
 //! A pool that left the cluster keeps its bit in the recorded signatures: an entity that lost
 //! or gained a row there since stays in its run, so the runs plan yields ascending *recorded*
-//! signature, then slot. [`WorldOps::check_clusters`](super::WorldOps::check_clusters) checks
+//! signature, then slot. [`WorldOps::check_clusters`](crate::world::world_ops::WorldOps::check_clusters) checks
 //! the invariant.
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
@@ -37,8 +37,8 @@
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::registry::process_owner_token;
-use super::ComponentPool;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::registry::process_owner_token;
 
 /// Why [`cluster`] refused (nothing changed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -171,8 +171,8 @@ fn cluster_dyn(pools: &mut [&mut dyn Clusterable]) -> Result<(), ClusterError> {
         let Some((me, after)) = rest.split_first_mut() else {
             break;
         };
-        let mut others: [(u32, &[u64]); super::dense::MAX_CLUSTER - 1] =
-            [(0, &[]); super::dense::MAX_CLUSTER - 1];
+        let mut others: [(u32, &[u64]); crate::world::raw::dense::MAX_CLUSTER - 1] =
+            [(0, &[]); crate::world::raw::dense::MAX_CLUSTER - 1];
         let mut n = 0;
         for (j, p) in before.iter().enumerate() {
             others[n] = (1 << j, p.member_bits());
@@ -212,12 +212,12 @@ tuple_cluster!(6; T0 A0 0, T1 A1 1, T2 A2 2, T3 A3 3, T4 A4 4, T5 A5 5);
 /// Collects the index of every pool with a cluster stamp.
 struct Clustered<'a, P, A> {
     pools: P,
-    views: Vec<super::dense::Index<'a>>,
+    views: Vec<crate::world::raw::dense::Index<'a>>,
     _alloc: core::marker::PhantomData<A>,
 }
 
-impl<'a, A: Allocator + Clone + 'static, P: super::PoolsRefList<'a, A>> super::TypeVisitor
-    for Clustered<'a, P, A>
+impl<'a, A: Allocator + Clone + 'static, P: crate::world::store::roster::PoolsRefList<'a, A>>
+    crate::world::store::roster::TypeVisitor for Clustered<'a, P, A>
 {
     fn visit<T: Pod>(&mut self) {
         if let Some(pool) = self.pools.get::<T>() {
@@ -236,9 +236,9 @@ impl<'a, A: Allocator + Clone + 'static, P: super::PoolsRefList<'a, A>> super::T
 /// not count: no join of the runs plan reads them).
 pub(crate) fn clusters_exact<'a, C, A, P>(pools: P) -> bool
 where
-    C: super::ComponentList,
+    C: crate::world::store::roster::ComponentList,
     A: Allocator + Clone + 'static,
-    P: super::PoolsRefList<'a, A>,
+    P: crate::world::store::roster::PoolsRefList<'a, A>,
 {
     let mut seen = Clustered {
         pools,
@@ -262,7 +262,7 @@ where
                 && v.keys.get(start..start + len).is_some_and(|keys| {
                     keys.iter().all(|k| {
                         let held = set()
-                            .filter(|w| super::dense::member(w.bits, k.slot()))
+                            .filter(|w| crate::world::raw::dense::member(w.bits, k.slot()))
                             .fold(0u32, |m, w| m | w.cluster_bit);
                         held == r.sig & mask
                     })

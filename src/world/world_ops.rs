@@ -11,18 +11,22 @@ use core::marker::PhantomData;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::access::{GroupQuery, PoolQuery};
-use super::commands::BundleLayout;
-use super::group::{groups_valid, repack, Consistent};
-use super::roster::{
+use crate::identity::{OwnerToken, TERMINAL_GENERATION};
+use crate::world::command::buffer::BundleLayout;
+use crate::world::command::buffer::CommandBuffer;
+use crate::world::command::group::{groups_valid, repack, Consistent};
+use crate::world::command::spawn::{self, pack_groups_of, Bundle};
+use crate::world::query::pool_access::{GroupQuery, PoolQuery};
+use crate::world::raw::keys::EntityId;
+use crate::world::raw::keys::EntityKey;
+use crate::world::store::error::InitError;
+use crate::world::store::error::WorldError;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::roster::{
     ComponentList, GroupList, GroupVisitor, PoolVisitor, PoolsMut, PoolsMutList, PoolsRefList,
     RefList, Roster, Stores, TypeVisitor,
 };
-use super::spawn::{self, pack_groups_of, Bundle};
-use super::{
-    CommandBuffer, ComponentPool, EntityId, EntityKey, EntityRegistry, InitError, WorldError,
-};
-use crate::identity::{OwnerToken, TERMINAL_GENERATION};
 
 /// A world's registry and one of its pools, mutably.
 type Member<'a, W, T> = (
@@ -90,7 +94,11 @@ fn groups_owned<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, owner: Owner
         ok: true,
         _alloc: PhantomData,
     };
-    super::group::by_size::<W::Groups, _>(Some(&[TypeId::of::<T>()]), true, &mut members);
+    crate::world::command::group::by_size::<W::Groups, _>(
+        Some(&[TypeId::of::<T>()]),
+        true,
+        &mut members,
+    );
     members.ok
 }
 
@@ -172,7 +180,7 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
 /// through the ordinary insert (a lookup that replaces it), never a second entry.
 ///
 /// # Errors
-/// As [`WorldOps::insert`](super::WorldOps::insert).
+/// As [`WorldOps::insert`](crate::world::world_ops::WorldOps::insert).
 #[inline(always)]
 pub(crate) fn insert_fresh<W: Roster, T: Pod>(
     world: &mut W,
@@ -505,7 +513,7 @@ pub(crate) fn replace_in_place<W: Roster>(
                 };
                 world.parts().1.visit(&mut first);
                 match first.found {
-                    Some(id) => super::commands::remove_type(world, old, id)?,
+                    Some(id) => crate::world::command::buffer::remove_type(world, old, id)?,
                     None => break,
                 }
             }
@@ -523,7 +531,7 @@ pub(crate) fn replace_in_place<W: Roster>(
     let mut layout = BundleLayout::NONE;
     for (k, &(id, bytes)) in parts.iter().enumerate() {
         if matched & (1 << k) == 0 {
-            super::commands::insert_fresh_bytes(world, new, id, bytes, &mut layout)?;
+            crate::world::command::buffer::insert_fresh_bytes(world, new, id, bytes, &mut layout)?;
         }
     }
     Ok(Some(new))
@@ -778,7 +786,7 @@ pub trait WorldOps: Roster {
     ///
     /// # Errors
     /// [`InitError::DuplicateComponent`] (a type declared twice), [`InitError::GroupOverlap`]
-    /// (a group with no member, more than [`MAX_GROUP_MEMBERS`](super::MAX_GROUP_MEMBERS), a
+    /// (a group with no member, more than [`MAX_GROUP_MEMBERS`](crate::world::store::roster::MAX_GROUP_MEMBERS), a
     /// member not in the roster, or a pool in two groups), [`InitError::PoolMismatch`] (a pool
     /// bound, not empty or sized differently; on a bound world, a pool not bound to it),
     /// [`InitError::IdentityExhausted`]; no token is consumed on any of them.
@@ -863,7 +871,7 @@ pub trait WorldOps: Roster {
     /// registry slot is released (generation advanced or slot retired).
     ///
     /// A durable world first detaches the entity: its binding is removed, its children are
-    /// reparented by the world's [`OrphanPolicy`](super::OrphanPolicy), its name dropped.
+    /// reparented by the world's [`OrphanPolicy`](crate::durable::hierarchy::OrphanPolicy), its name dropped.
     ///
     /// # Errors
     /// `InvalidPhase`, `Rejected` (not alive), `RevisionExhausted`, `Protected`, or
@@ -1100,7 +1108,7 @@ pub trait WorldOps: Roster {
 
     /// Several pools at once, by type: `world.pools_mut::<(&mut Position, &Velocity)>()`
     /// returns `(&mut ComponentPool<Position>, &ComponentPool<Velocity>)`, ready for
-    /// [`join`](super::join). Compiles to field accesses.
+    /// [`join`](crate::world::query::join). Compiles to field accesses.
     ///
     /// # Panics
     /// When the query names a component type twice.
@@ -1182,12 +1190,12 @@ pub trait WorldOps: Roster {
             ok: true,
             _alloc: PhantomData,
         };
-        super::group::by_size::<Self::Groups, _>(None, true, &mut check);
+        crate::world::command::group::by_size::<Self::Groups, _>(None, true, &mut check);
         check.ok
     }
 
     /// Checks every pool's lookup structures
-    /// ([`ComponentPool::check_index`](super::ComponentPool::check_index), `O(capacity)` per
+    /// ([`ComponentPool::check_index`](crate::world::store::pool::ComponentPool::check_index), `O(capacity)` per
     /// pool); for tests and debugging.
     fn check_pools(&self) -> bool {
         pools_exact::<Self::Components, Self::Alloc, _>(self.parts_ref().1)
@@ -1196,9 +1204,11 @@ pub trait WorldOps: Roster {
     /// Checks every cluster's runs against its pools' membership (O(n × pools); allocates):
     /// in each set of pools sharing a cluster stamp, each pool's runs partition its entries in
     /// ascending signature order and every entry's run has its entity's signature among the
-    /// set; for tests and debugging (see [`cluster`](super::cluster)).
+    /// set; for tests and debugging (see [`cluster`](crate::world::query::cluster)).
     fn check_clusters(&self) -> bool {
-        super::cluster::clusters_exact::<Self::Components, Self::Alloc, _>(self.parts_ref().1)
+        crate::world::query::cluster::clusters_exact::<Self::Components, Self::Alloc, _>(
+            self.parts_ref().1,
+        )
     }
 
     /// Test hook (feature `test-hooks`): as

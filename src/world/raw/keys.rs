@@ -1,8 +1,19 @@
 //! [`EntityKey`] (a handle without its owner token, what pools store per dense entry) and
 //! [`Owners`], a view of a pool's dense keys under its owner token.
 
-use super::EntityId;
-use crate::identity::OwnerToken;
+use crate::identity::{Handle, HandleTag, OwnerToken};
+
+/// Tag of entity handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EntityTag {}
+
+impl HandleTag for EntityTag {
+    const NAME: &'static str = "Entity";
+    const OWNER: &'static str = "World";
+}
+
+/// A runtime entity handle: owner (world token) `u64`, slot `u32`, generation `u32`.
+pub type EntityId = Handle<EntityTag>;
 
 /// An entity handle without its owner token: what a pool stores per dense entry (the owner is
 /// the pool's). One word, `slot | generation << 32` (the handle's own second word), so a key

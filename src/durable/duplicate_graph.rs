@@ -3,17 +3,21 @@
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::binding::ActivationError;
-use super::durable_ops::{enabled_mut, DurableError};
-use super::hierarchy::{Hierarchy, HierarchyError};
-use super::ops::insert;
-use super::roster::{
-    ComponentList, PoolsMutList, PoolsRefList, RefList, RefVisitor, Roster, TypeVisitor,
-};
-use super::{Durable, EntityId, EntityRefs, WorldError, WorldOps};
+use crate::durable::binding::ActivationError;
+use crate::durable::durable_ops::{enabled_mut, DurableError};
+use crate::durable::hierarchy::{Hierarchy, HierarchyError};
+use crate::durable::tables::Durable;
+use crate::durable::tables::EntityRefs;
 use crate::identity::{
     EntropySource, InstanceId, MintError, PersistentObjectKey, SourceObjectId, MINT_ATTEMPTS,
 };
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::WorldError;
+use crate::world::store::roster::{
+    ComponentList, PoolsMutList, PoolsRefList, RefList, RefVisitor, Roster, TypeVisitor,
+};
+use crate::world::world_ops::insert;
+use crate::world::world_ops::WorldOps;
 
 /// Counts the components of the selection (revision budget of a duplicate).
 struct CountComponents<'w, W: Roster> {
@@ -100,7 +104,7 @@ impl<A: Allocator + Clone> Durable<A> {
     }
 }
 
-/// [`DurableOps::duplicate`](super::DurableOps::duplicate).
+/// [`DurableOps::duplicate`](crate::durable::durable_ops::DurableOps::duplicate).
 ///
 /// User code runs while keys are reserved and copies exist: the entropy source, and each
 /// component's [`EntityRefs`]. Should it panic, the reservations are released and the copies
@@ -153,7 +157,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
     created: &mut bool,
 ) -> Result<(), DurableError> {
     // A pool swapped in from another world would leave its component out of the copies.
-    if !super::ops::roster_intact(world) {
+    if !crate::world::world_ops::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
     }
     if selection.len() != out.len() {
@@ -177,7 +181,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
                 registry
                     .diagnose(e)
                     .err()
-                    .unwrap_or(super::Rejection::Stale),
+                    .unwrap_or(crate::world::store::error::Rejection::Stale),
             )
             .into());
         }
@@ -300,7 +304,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
 
 /// Mints a `SourceObjectId` whose key in `instance` is free, reserving it.
 fn mint_key<A: Allocator + Clone, S: EntropySource + ?Sized>(
-    table: &mut super::WorldBindingTable<A>,
+    table: &mut crate::durable::binding::WorldBindingTable<A>,
     instance: InstanceId,
     entropy: &mut S,
 ) -> Result<PersistentObjectKey, MintError> {

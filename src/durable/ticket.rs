@@ -2,19 +2,20 @@
 //!
 //! - An [`OperationTicket`] is issued by the world for one entity: its full handle, a request
 //!   sequence and the expected content revision. Completing it
-//!   ([`DurableOps::complete`](super::DurableOps::complete)) revalidates all three, so a result
+//!   ([`DurableOps::complete`](crate::durable::durable_ops::DurableOps::complete)) revalidates all three, so a result
 //!   is refused after the entity was destroyed (and the slot recreated), after a newer request
 //!   for the same live entity, and after its content changed. A copied UUID is never enough.
 //! - A [`Selection`] keeps durable keys, the expected document revision and optional cached
 //!   handles — never component pointers. Using it revalidates each cached handle through the
 //!   binding table and re-resolves keys whose handle went stale (after an unload and reload).
 
-use super::binding::Resolution;
-use super::{DurableOps, EntityId};
+use crate::durable::binding::Resolution;
+use crate::durable::durable_ops::DurableOps;
 use crate::identity::PersistentObjectKey;
+use crate::world::raw::keys::EntityId;
 
 /// A ticket for one asynchronous operation on an entity (issued by
-/// [`DurableOps::issue_ticket`](super::DurableOps::issue_ticket)).
+/// [`DurableOps::issue_ticket`](crate::durable::durable_ops::DurableOps::issue_ticket)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OperationTicket {
     /// The entity's full handle.

@@ -4,7 +4,7 @@
 //! phase and budgets. `spawn_batch` reuses released slots first (LIFO, one entity at a time,
 //! exactly as `spawn`), then takes the rest as never-used slots in one step: every component's
 //! values are written straight into its pool's reserved capacity through a
-//! [`BatchWriter`](super::pool::BatchWriter) that holds the pool exclusively, and the fresh
+//! [`BatchWriter`](crate::world::store::pool::BatchWriter) that holds the pool exclusively, and the fresh
 //! slots are published together at the end (nothing of that part is published if the
 //! iterator panics).
 //!
@@ -20,11 +20,13 @@ use core::any::{type_name, TypeId};
 
 use bytemuck::Pod;
 
-use super::group::repack;
-use super::pool::{BatchCursor, BatchWriter};
-use super::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
-use super::{ComponentPool, EntityId, WorldError};
 use crate::identity::{OwnerToken, FIRST_GENERATION};
+use crate::world::command::group::repack;
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::WorldError;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::pool::{BatchCursor, BatchWriter};
+use crate::world::store::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Stores};
 
 mod sealed {
     use super::*;
@@ -221,7 +223,7 @@ tuple_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
 tuple_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
 
 /// Creates one entity holding every component of `bundle`; see
-/// [`WorldOps::spawn`](super::WorldOps::spawn).
+/// [`WorldOps::spawn`](crate::world::world_ops::WorldOps::spawn).
 #[inline]
 pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
     world: &mut W,
@@ -252,7 +254,7 @@ pub(crate) fn spawn<W: Roster, B: Bundle<W>>(
 }
 
 /// Spawns one entity per bundle, writing their handles to `out` when given; see
-/// [`WorldOps::spawn_batch`](super::WorldOps::spawn_batch).
+/// [`WorldOps::spawn_batch`](crate::world::world_ops::WorldOps::spawn_batch).
 pub(crate) fn spawn_batch<W, B, I>(
     world: &mut W,
     bundles: I,

@@ -1,14 +1,14 @@
 //! The columns of a join: pool borrows as required (`&pool`, `&mut pool`), optional
-//! ([`opt`]) or excluded ([`without`]) columns. The join itself is in [`join`](super::join).
+//! ([`opt`]) or excluded ([`without`]) columns. The join itself is in [`join`](crate::world::query::join).
 
 use core::marker::PhantomData;
 
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::dense::{Index, Order};
-use super::ComponentPool;
 use crate::identity::OwnerToken;
+use crate::world::raw::dense::{Index, Order};
+use crate::world::store::pool::ComponentPool;
 
 /// What a column asks of an entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

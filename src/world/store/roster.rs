@@ -27,10 +27,14 @@ use core::any::TypeId;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::{ComponentPool, Durable, EntityRefs, EntityRegistry, ReadOnly};
+use crate::durable::tables::Durable;
+use crate::durable::tables::EntityRefs;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::read_only::ReadOnly;
+use crate::world::store::registry::EntityRegistry;
 
 /// A world declared by [`world!`](crate::world!): its registry, its pools (by type) and its
-/// owned groups. Every world operation is a method of [`WorldOps`](super::WorldOps), which is
+/// owned groups. Every world operation is a method of [`WorldOps`](crate::world::world_ops::WorldOps), which is
 /// implemented for every roster.
 ///
 /// `world!` implements this trait; a hand-written impl is possible (nothing unsafe relies on

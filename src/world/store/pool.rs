@@ -1,16 +1,22 @@
 //! `ComponentPool<T>`: dense keys + dense values for one plain-data type, with a sparse map
 //! for entries not stored at their own slot index. Layout, invariants and the lookup are in
-//! [`dense`](super::dense); this file is the pool's API.
+//! [`dense`](crate::world::raw::dense); this file is the pool's API.
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::dense::{words_for, DenseMut, Index, Order, Run, Sparse, MAX_RUNS, NO_ENTRY};
-use super::owners::{EntityKey, Owners};
-use super::roster::MAX_GROUP_MEMBERS;
-use super::{fixed, EntityId, EntityRegistry, InitError, WorldError};
 use crate::identity::OwnerToken;
+use crate::world::raw::dense::{
+    words_for, DenseMut, Index, Order, Run, Sparse, MAX_RUNS, NO_ENTRY,
+};
+use crate::world::raw::keys::EntityId;
+use crate::world::raw::keys::{EntityKey, Owners};
+use crate::world::store::error::InitError;
+use crate::world::store::error::WorldError;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::reserve;
+use crate::world::store::roster::MAX_GROUP_MEMBERS;
 
 /// Dense storage of one component type `T` for the entities of one registry.
 ///
@@ -18,7 +24,7 @@ use crate::identity::OwnerToken;
 /// insertion order, changed only by swap removal (the last element moves into the hole), by
 /// large removal batches (which compact, keeping the survivors' order), by owned groups
 /// (which swap members to the front), by [`sort_by_slot`](Self::sort_by_slot) and
-/// [`cluster`](super::cluster), and by a commit's in-place `respawn` (the replacement takes
+/// [`cluster`](crate::world::query::cluster), and by a commit's in-place `respawn` (the replacement takes
 /// the old entity's row, where both have the pool's type, instead of being appended).
 ///
 /// A pool answers for the entries it holds: `get` validates a handle against the stored key
@@ -35,8 +41,8 @@ use crate::identity::OwnerToken;
 /// are unique in the process (the constructors taking a token source are `unsafe`). Hence a
 /// slot its registry has never created has no entry, which the batch spawn relies on. Binding
 /// takes `&mut EntityRegistry`, which counts its pools; a world's registry (created behind
-/// [`ReadOnly`](super::ReadOnly)) releases slots only in
-/// [`WorldOps::destroy`](super::WorldOps::destroy), a commit's run of destroys and a commit's
+/// [`ReadOnly`](crate::world::store::read_only::ReadOnly)) releases slots only in
+/// [`WorldOps::destroy`](crate::world::world_ops::WorldOps::destroy), a commit's run of destroys and a commit's
 /// in-place `respawn`, which all first check that they reach every pool bound to it (*release
 /// invariant*): the first two remove the entity from every pool before the release, the last
 /// hands each of its rows to the slot's next incarnation, created right after the release
@@ -61,19 +67,19 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     capacity: usize,
     /// Per group size `k + 1`: the length of the packed prefix of the world's group of that
     /// many members this pool belongs to (equal in every member pool, see
-    /// [`group`](super::group)); 0 for sizes of no group of this pool. A pool's groups are
+    /// [`group`](crate::world::command::group)); 0 for sizes of no group of this pool. A pool's groups are
     /// nested, so their sizes differ.
     packed: [usize; MAX_GROUP_MEMBERS],
     /// Dense index per slot, for entries off their diagonal; `len == capacity`, filled at
-    /// init (see [`dense`](super::dense)).
+    /// init (see [`dense`](crate::world::raw::dense)).
     sparse: Vec<Sparse, A>,
     /// Dense keys; `len` is the pool length; reserved `capacity`.
     keys: Vec<EntityKey, A>,
     /// Dense values; `values.len() == keys.len()`; reserved `capacity`.
     values: Vec<T, A>,
-    /// Membership bitset, one bit per slot ([`dense`](super::dense)); `len == words_for(capacity)`.
+    /// Membership bitset, one bit per slot ([`dense`](crate::world::raw::dense)); `len == words_for(capacity)`.
     bits: Vec<u64, A>,
-    /// Whether the keys ascend by slot, and the slots' bound ([`dense`](super::dense)).
+    /// Whether the keys ascend by slot, and the slots' bound ([`dense`](crate::world::raw::dense)).
     order: Order,
     /// *Layout stamp*: 0, or a stamp that only pools with equal keys share (*layout
     /// invariant*: two pools of one owner with the same nonzero stamp hold equal key arrays).
@@ -87,7 +93,7 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// registry (the release invariant), so two such pools holding a slot hold the same
     /// generation there.
     live: bool,
-    /// *Cluster stamp* ([`cluster`](super::cluster)): 0, or a stamp that only pools
+    /// *Cluster stamp* ([`cluster`](crate::world::query::cluster)): 0, or a stamp that only pools
     /// clustered together share while none of them changed its keys since but by an in-place
     /// respawn (a row re-keyed where it stands: [`replace_key`](Self::replace_key)); reset
     /// with the layout stamp by [`dense_mut`](Self::dense_mut). Then `runs[..run_count]`
@@ -142,10 +148,10 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             owner: 0,
             capacity,
             packed: [0; MAX_GROUP_MEMBERS],
-            sparse: fixed::filled(capacity, NO_ENTRY, alloc.clone())?,
-            keys: fixed::reserve(capacity, alloc.clone())?,
-            values: fixed::reserve(capacity, alloc.clone())?,
-            bits: fixed::filled(words_for(capacity), 0, alloc)?,
+            sparse: reserve::filled(capacity, NO_ENTRY, alloc.clone())?,
+            keys: reserve::reserve(capacity, alloc.clone())?,
+            values: reserve::reserve(capacity, alloc.clone())?,
+            bits: reserve::filled(words_for(capacity), 0, alloc)?,
             order: Order::EMPTY,
             layout: 0,
             live: false,
@@ -173,7 +179,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
         ok
     }
 
-    /// [`bind`](Self::bind) for a world's registry (behind [`ReadOnly`](super::ReadOnly)),
+    /// [`bind`](Self::bind) for a world's registry (behind [`ReadOnly`](crate::world::store::read_only::ReadOnly)),
     /// whose slots are released only after every bound pool left them, or (an in-place
     /// respawn) right before their next incarnation takes over every row they had.
     pub(crate) fn bind_world<B: Allocator + Clone>(
@@ -253,7 +259,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
 
     /// Sorts the entries by signature (`own` plus the bits of the `others` pools holding the
     /// entity), then slot, and records the runs under the cluster `stamp` (see
-    /// [`cluster`](super::cluster), which checked the pools). At most `MAX_CLUSTER - 1`
+    /// [`cluster`](crate::world::query::cluster), which checked the pools). At most `MAX_CLUSTER - 1`
     /// others.
     pub(crate) fn sort_by_signature(&mut self, own: u32, others: &[(u32, &[u64])], stamp: u64) {
         let mut runs = [Run::EMPTY; MAX_RUNS];
@@ -304,7 +310,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     /// Whether some entry holds `slot` (any generation): its membership bit.
     #[inline(always)]
     pub(crate) fn holds_slot(&self, slot: u32) -> bool {
-        super::dense::member(&self.bits, slot)
+        crate::world::raw::dense::member(&self.bits, slot)
     }
 
     /// The layout stamp (see the field).
@@ -504,7 +510,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     ///
     /// # Safety
     /// `entity`'s slot has no entry in this pool (for the world's spawns: see the release
-    /// invariant in [`WorldOps::destroy`](super::WorldOps::destroy) and the provenance
+    /// invariant in [`WorldOps::destroy`](crate::world::world_ops::WorldOps::destroy) and the provenance
     /// invariant above).
     #[inline(always)]
     pub(crate) unsafe fn insert_first(&mut self, entity: EntityId, value: T) {
@@ -957,7 +963,7 @@ mod tests {
     /// at the driver's rows, on their diagonal, or elsewhere.
     #[test]
     fn probes_find_every_entry_and_follow_the_layout() {
-        use super::super::dense::Probe;
+        use crate::world::raw::dense::Probe;
         const N: u32 = 40;
         let mut reg = EntityRegistry::try_with_capacity(64).unwrap();
         let mut pool = || ComponentPool::<u32>::try_new(&mut reg).unwrap();

@@ -2,8 +2,10 @@
 
 use allocator_api2::alloc::Allocator;
 
-use super::{Durable, EntityId, EntityRegistry};
+use crate::durable::tables::Durable;
 use crate::identity::PersistentObjectKey;
+use crate::world::raw::keys::EntityId;
+use crate::world::store::registry::EntityRegistry;
 
 /// One row of the outliner: a durable or named entity in deterministic depth-first order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +84,7 @@ impl WorldCounts {
     }
 }
 
-/// Depth-first rows of the outliner (see [`DurableOps::outliner`](super::DurableOps::outliner)).
+/// Depth-first rows of the outliner (see [`DurableOps::outliner`](crate::durable::durable_ops::DurableOps::outliner)).
 #[derive(Debug)]
 pub struct Outliner<'w, A: Allocator + Clone> {
     registry: &'w EntityRegistry<A>,

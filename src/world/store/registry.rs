@@ -27,12 +27,16 @@
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 
-use super::{fixed, EntityId, InitError, Rejection, WorldError};
 use crate::identity::{
     next_generation, GenerationStep, IdentityExhausted, OwnerToken, TokenSource, FIRST_GENERATION,
     TERMINAL_GENERATION,
 };
 use crate::sync::{AtomicU64, Ordering::Relaxed};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::InitError;
+use crate::world::store::error::Rejection;
+use crate::world::store::error::WorldError;
+use crate::world::store::reserve;
 
 // `meta[slot] = generation << 32 | low`, where `low` is the slot itself while the slot is live
 // (so a live, not pending slot's meta equals the incarnation word `slot | generation << 32` of
@@ -214,9 +218,9 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
                 max: MAX_CAPACITY,
             });
         }
-        let meta = fixed::reserve(capacity, alloc.clone())?;
-        let sequence = fixed::reserve(capacity, alloc.clone())?;
-        let free = fixed::filled(capacity, 0, alloc)?;
+        let meta = reserve::reserve(capacity, alloc.clone())?;
+        let sequence = reserve::reserve(capacity, alloc.clone())?;
+        let free = reserve::filled(capacity, 0, alloc)?;
         let owner = token().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             owner,
@@ -243,8 +247,8 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.owner
     }
 
-    /// Number of [`ComponentPool`](super::ComponentPool)s bound to this registry. Binding
-    /// takes `&mut` of the registry, so a world's registry (behind [`ReadOnly`](super::ReadOnly))
+    /// Number of [`ComponentPool`](crate::world::store::pool::ComponentPool)s bound to this registry. Binding
+    /// takes `&mut` of the registry, so a world's registry (behind [`ReadOnly`](crate::world::store::read_only::ReadOnly))
     /// gets exactly the pools its world bound at init.
     #[inline]
     pub fn bound_pools(&self) -> usize {

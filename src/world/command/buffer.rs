@@ -20,11 +20,18 @@ use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
-use super::registry::process_owner_token;
-use super::roster::{ComponentList, Roster, TypeVisitor};
-use super::spawn::first_duplicate;
-use super::{fixed, ops, CommandError, EntityId, EntityRegistry, InitError, WorldError, WorldOps};
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
+use crate::world::command::spawn::first_duplicate;
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::CommandError;
+use crate::world::store::error::InitError;
+use crate::world::store::error::WorldError;
+use crate::world::store::registry::process_owner_token;
+use crate::world::store::registry::EntityRegistry;
+use crate::world::store::reserve;
+use crate::world::store::roster::{ComponentList, Roster, TypeVisitor};
+use crate::world::world_ops;
+use crate::world::world_ops::WorldOps;
 
 /// Most consecutive destroys a commit applies as one run: a stack array of handles, small
 /// because it is filled afresh for every run (a lone destroy between spawns is a run of one).
@@ -165,7 +172,7 @@ struct InsertBytes<'w, 'b, W> {
 impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
     fn visit<T: Pod>(&mut self) {
         self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => ops::insert(self.world, self.entity, value).map(|_| ()),
+            Ok(value) => world_ops::insert(self.world, self.entity, value).map(|_| ()),
             Err(_) => Err(WorldError::UnknownComponent),
         };
     }
@@ -194,7 +201,7 @@ impl BundleLayout {
     #[inline(always)]
     pub(crate) fn after_append<T: Pod, A: Allocator + Clone>(
         &mut self,
-        pool: &mut super::ComponentPool<T, A>,
+        pool: &mut crate::world::store::pool::ComponentPool<T, A>,
         class: Option<u64>,
     ) {
         if self.stamp == 0 || pool.owner() != self.owner {
@@ -219,14 +226,14 @@ struct InsertFreshBytes<'w, 'b, W> {
 impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
     fn visit<T: Pod>(&mut self) {
         self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => ops::insert_fresh(self.world, self.entity, value, self.layout),
+            Ok(value) => world_ops::insert_fresh(self.world, self.entity, value, self.layout),
             Err(_) => Err(WorldError::UnknownComponent),
         };
     }
 }
 
 /// [`insert_bytes`] for a bundle's component right after its create: appended without a slot
-/// lookup when the slot's membership bit is clear ([`ops::insert_fresh`]).
+/// lookup when the slot's membership bit is clear ([`world_ops::insert_fresh`]).
 pub(crate) fn insert_fresh_bytes<W: Roster>(
     world: &mut W,
     entity: EntityId,
@@ -254,7 +261,7 @@ struct RemoveType<'w, W> {
 
 impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
     fn visit<T: Pod>(&mut self) {
-        self.result = ops::remove::<W, T>(self.world, self.entity).map(|_| ());
+        self.result = world_ops::remove::<W, T>(self.world, self.entity).map(|_| ());
     }
 }
 
@@ -262,7 +269,7 @@ impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
 /// transactions and restores: component dispatch by type id).
 ///
 /// # Errors
-/// As [`WorldOps::insert`](super::WorldOps::insert); `UnknownComponent` for a type outside
+/// As [`WorldOps::insert`](crate::world::world_ops::WorldOps::insert); `UnknownComponent` for a type outside
 /// the roster or bytes of another size than the type's.
 pub(crate) fn insert_bytes<W: Roster>(
     world: &mut W,
@@ -283,7 +290,7 @@ pub(crate) fn insert_bytes<W: Roster>(
 /// Removes `W`'s component type `component` from `entity`.
 ///
 /// # Errors
-/// As [`WorldOps::remove`](super::WorldOps::remove); `UnknownComponent` for a type outside
+/// As [`WorldOps::remove`](crate::world::world_ops::WorldOps::remove); `UnknownComponent` for a type outside
 /// the roster.
 pub(crate) fn remove_type<W: Roster>(
     world: &mut W,
@@ -438,9 +445,9 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             });
         }
         // Written once here, so recording into a fresh buffer never faults a page in.
-        let commands_v = fixed::resident(commands, Command::Create { bundle: 0 }, alloc.clone())?;
-        let bytes_v = fixed::resident(bytes, 0u8, alloc.clone())?;
-        let created = fixed::resident(commands, EntityId::NULL, alloc)?;
+        let commands_v = reserve::resident(commands, Command::Create { bundle: 0 }, alloc.clone())?;
+        let bytes_v = reserve::resident(bytes, 0u8, alloc.clone())?;
+        let created = reserve::resident(commands, EntityId::NULL, alloc)?;
         let token = issue().map_err(|_| InitError::IdentityExhausted)?;
         Ok(Self {
             token,
@@ -826,7 +833,9 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Err(WorldError::MarksCleared);
         }
         // A pool swapped in from another world would refuse its commands half way.
-        if !ops::roster_intact(world) || world.durable_ref().owner() != world.registry().owner() {
+        if !world_ops::roster_intact(world)
+            || world.durable_ref().owner() != world.registry().owner()
+        {
             return Err(WorldError::ForeignPool);
         }
         self.preflight(world)?;
@@ -868,7 +877,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                         i += skip;
                         Ok(())
                     }
-                    Ok(None) => ops::destroy_run(world, core::iter::once(old)),
+                    Ok(None) => world_ops::destroy_run(world, core::iter::once(old)),
                     Err(e) => Err(e),
                 },
                 Command::Destroy(_) => {
@@ -878,7 +887,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     let targets = self.commands[i..].iter().map_while(Command::destroyed);
                     let n = run.iter_mut().zip(targets).map(|(r, e)| *r = e).count();
                     i += n - 1;
-                    ops::destroy_run(world, run[..n].iter().copied())
+                    world_ops::destroy_run(world, run[..n].iter().copied())
                 }
                 Command::Insert {
                     subject,
@@ -916,7 +925,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     }
 
     /// Applies the `Replace(old)` at command `i` with the spawn recorded after it, in place
-    /// when [`ops::replace_in_place`] applies: returns how many commands after `i` it took (the
+    /// when [`world_ops::replace_in_place`] applies: returns how many commands after `i` it took (the
     /// create and its inserts), or `None` (nothing changed) for the usual destroy and spawn.
     fn replace_at<W: Roster>(
         &mut self,
@@ -928,11 +937,11 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Ok(None);
         };
         let n = bundle as usize;
-        if n == 0 || n > ops::MAX_REPLACEMENT {
+        if n == 0 || n > world_ops::MAX_REPLACEMENT {
             return Ok(None);
         }
         let created = self.created.len() as u32;
-        let mut parts = [(TypeId::of::<()>(), &[][..]); ops::MAX_REPLACEMENT];
+        let mut parts = [(TypeId::of::<()>(), &[][..]); world_ops::MAX_REPLACEMENT];
         for (k, part) in parts[..n].iter_mut().enumerate() {
             match self.commands.get(i + 2 + k) {
                 Some(&Command::Insert {
@@ -951,10 +960,12 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 _ => return Ok(None),
             }
         }
-        Ok(ops::replace_in_place(world, old, &parts[..n])?.map(|new| {
-            self.created.push(new);
-            1 + n
-        }))
+        Ok(
+            world_ops::replace_in_place(world, old, &parts[..n])?.map(|new| {
+                self.created.push(new);
+                1 + n
+            }),
+        )
     }
 
     fn entity(&self, s: Subject) -> Result<EntityId, WorldError> {

@@ -1,4 +1,4 @@
-//! Joins over 2..=6 [columns](super::query): required pools, optional ones and exclusions.
+//! Joins over 2..=6 [columns](crate::world::query::column): required pools, optional ones and exclusions.
 //!
 //! A join picks one of three plans when it is built (costs in `docs/world.md`):
 //!
@@ -12,7 +12,7 @@
 //! - **Driver**: the smallest required pool is walked in dense order and every other pool is
 //!   probed by key. Chosen when that pool is small beside the slot range the bits would scan.
 //! - **Runs**: every column is required and all pools were clustered together and unchanged
-//!   since ([`cluster`](super::cluster)): each pool holds its entities in runs of one
+//!   since ([`cluster`](crate::world::query::cluster)): each pool holds its entities in runs of one
 //!   signature, and the join zips the runs whose signature holds every column (an archetype
 //!   table's walk). Checked when built: each column's runs disjoint and within its rows, and
 //!   every visited run present with the same length in every column.
@@ -26,11 +26,12 @@
 //! word give distinct ranks), and a join never mixes the two ways (a join partly consumed with
 //! `next` keeps its way in `fold`).
 
-use super::dense::{Index, Probe, Run, WORD_BITS};
-use super::query::sealed::Sealed;
-use super::query::{IntoColumn, Role};
-use super::{EntityId, EntityKey};
 use crate::identity::OwnerToken;
+use crate::world::query::column::sealed::Sealed;
+use crate::world::query::column::{IntoColumn, Role};
+use crate::world::raw::dense::{Index, Probe, Run, WORD_BITS};
+use crate::world::raw::keys::EntityId;
+use crate::world::raw::keys::EntityKey;
 
 /// Whether `count_ones` is one instruction in code built for the target as configured (then
 /// slot-sorted pools are always probed by rank; on x86 without it, only inside
@@ -63,7 +64,7 @@ pub enum JoinPlan {
     Bits,
     /// The smallest required pool walked in dense order, the others probed.
     Driver,
-    /// Pools clustered together ([`cluster`](super::cluster)): the runs of the signatures
+    /// Pools clustered together ([`cluster`](crate::world::query::cluster)): the runs of the signatures
     /// holding every column, each a zip of slices.
     Runs,
 }
@@ -114,8 +115,8 @@ pub struct Join<C> {
     probes: [Probe; MAX_COLUMNS],
 }
 
-/// Joins a tuple of 2..=6 columns: `&pool`, `&mut pool`, [`opt`](super::opt)`(&pool)`,
-/// `opt(&mut pool)`, [`without`](super::without)`(&pool)`; at least one must be required.
+/// Joins a tuple of 2..=6 columns: `&pool`, `&mut pool`, [`opt`](crate::world::query::column::opt)`(&pool)`,
+/// `opt(&mut pool)`, [`without`](crate::world::query::column::without)`(&pool)`; at least one must be required.
 ///
 /// # Examples
 /// ```

@@ -16,8 +16,9 @@
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 
-use super::fixed::filled;
-use super::{EntityId, InitError};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::InitError;
+use crate::world::store::reserve::filled;
 
 /// What happens to the children of a destroyed entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,7 +37,7 @@ pub enum HierarchyError {
     #[error("reparenting would create a cycle")]
     Cycle,
     /// The entity is protected: it cannot be reparented (destroys and duplicates of it are
-    /// refused with [`WorldError::Protected`](super::WorldError::Protected)).
+    /// refused with [`WorldError::Protected`](crate::world::store::error::WorldError::Protected)).
     #[error("entity is protected")]
     Protected,
     /// The name does not fit the arena (even after compaction), or is longer than 65535

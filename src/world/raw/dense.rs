@@ -1,4 +1,4 @@
-//! The lookup and mutation core of a [`ComponentPool`](super::ComponentPool): dense keys and
+//! The lookup and mutation core of a [`ComponentPool`](crate::world::store::pool::ComponentPool): dense keys and
 //! values, and a sparse map from slot to dense index.
 //!
 //! ```text
@@ -24,7 +24,7 @@
 //! The sparse map has one entry per registry slot, filled at init (so its pages are resident
 //! before the first write, not faulted in during a frame).
 //!
-//! Two summaries serve joins (see [`query`](super::query)), kept exact by every change:
+//! Two summaries serve joins (see [`query`](crate::world::query::column)), kept exact by every change:
 //! a *membership bitset* with bit `s` set iff some entry holds slot `s` (any generation), and
 //! the *order* fact `sorted`: when set, `keys[..len]` ascend strictly by slot (then the entry
 //! of the `r`-th set bit is at dense index `r`); it may be clear for keys that do ascend.
@@ -41,9 +41,9 @@
 use allocator_api2::alloc::Allocator;
 use allocator_api2::vec::Vec;
 
-use super::owners::{EntityKey, Owners};
-use super::EntityId;
 use crate::identity::OwnerToken;
+use crate::world::raw::keys::EntityId;
+use crate::world::raw::keys::{EntityKey, Owners};
 
 /// Where a slot's entry sits when it is off its diagonal (exact, module invariants; lookups
 /// still validate it by the key there, except a shared join probe's `Probe::Exact`).
@@ -160,7 +160,7 @@ pub struct Index<'p> {
     pub(crate) runs: &'p [Run],
 }
 
-/// Most pools clustered together ([`cluster`](super::cluster)): a run's signature is a set
+/// Most pools clustered together ([`cluster`](crate::world::query::cluster)): a run's signature is a set
 /// of them.
 pub(crate) const MAX_CLUSTER: usize = 6;
 /// Most runs in a clustered pool: one per signature holding the pool's own bit.

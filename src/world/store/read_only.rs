@@ -5,17 +5,18 @@ use core::ops::Deref;
 
 use allocator_api2::alloc::Allocator;
 
-use super::{EntityRegistry, InitError};
+use crate::world::store::error::InitError;
+use crate::world::store::registry::EntityRegistry;
 
 /// Shared-only access to a world's registry (and durable part): systems read it while they
 /// mutate pools (disjoint field borrows); structural changes go through
-/// [`WorldOps`](super::WorldOps), which keeps pools, groups and the registry in step. No public
+/// [`WorldOps`](crate::world::world_ops::WorldOps), which keeps pools, groups and the registry in step. No public
 /// path leads to `&mut T`, and the only public constructors make a new value, so a world's
 /// registry has never been changed by anything but the world (no pool was bound to it, no slot
 /// released, behind the world's back).
 ///
 /// `M` marks a world registry with its world type's group list
-/// ([`Roster::Groups`](super::Roster::Groups)). A world's pools carry the packing of its
+/// ([`Roster::Groups`](crate::world::store::roster::Roster::Groups)). A world's pools carry the packing of its
 /// groups, which a world type declaring other groups would neither keep nor undo; with the
 /// marker, the registry (and with it, through the owner token, every pool bound to it) cannot
 /// be moved into such a world at all:
@@ -74,7 +75,7 @@ impl<T: core::fmt::Debug, M> core::fmt::Debug for ReadOnly<T, M> {
 impl<A: Allocator + Clone, M> ReadOnly<EntityRegistry<A>, M> {
     /// A new registry of `capacity` slots for a world, without an owner token yet (see
     /// [`EntityRegistry::try_unbound_in`]); the `world!` constructors call it and then
-    /// [`WorldOps::try_bind`](super::WorldOps::try_bind).
+    /// [`WorldOps::try_bind`](crate::world::world_ops::WorldOps::try_bind).
     ///
     /// # Errors
     /// As [`EntityRegistry::try_unbound_in`].

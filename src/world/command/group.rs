@@ -22,11 +22,12 @@ use core::any::TypeId;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use super::roster::{
+use crate::world::raw::keys::EntityId;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::roster::{
     ComponentList, GroupList, GroupVisitor, PoolsMutList, PoolsRefList, TypeVisitor,
     MAX_GROUP_MEMBERS,
 };
-use super::{ComponentPool, EntityId};
 
 /// Whether to pack an entity that gained a member, or unpack one about to lose a member.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -224,7 +225,7 @@ struct Prefixes<'a, P, A> {
     pools: P,
     size: usize,
     len: Option<usize>,
-    head: Option<super::Owners<'a>>,
+    head: Option<crate::world::raw::keys::Owners<'a>>,
     ok: bool,
     _alloc: core::marker::PhantomData<A>,
 }

@@ -23,13 +23,18 @@ use std::collections::HashMap;
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 
-use super::commands::{insert_bytes, remove_type, sealed, BundleSink, CommandBundle};
-use super::durable_ops::{enabled, enabled_mut, DurableError};
-use super::roster::{ComponentList, Roster, TypeVisitor};
-use super::{Activation, BindingKind, DurableOps, EntityId, WorldError, WorldOps};
+use crate::durable::binding::Activation;
+use crate::durable::binding::BindingKind;
+use crate::durable::durable_ops::DurableOps;
+use crate::durable::durable_ops::{enabled, enabled_mut, DurableError};
 use crate::identity::{
     EntropyError, EntropySource, PersistentId, PersistentObjectKey, TERMINAL_GENERATION,
 };
+use crate::world::command::buffer::{insert_bytes, remove_type, sealed, BundleSink, CommandBundle};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::WorldError;
+use crate::world::store::roster::{ComponentList, Roster, TypeVisitor};
+use crate::world::world_ops::WorldOps;
 
 /// The component name reserved for the identity itself: no prepared command or transaction may
 /// carry it (an explicit identity override), and checkpoints use it for the identity record.
@@ -439,7 +444,7 @@ pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), Dur
     if !durable.stable.scratch_is_empty() {
         durable.stable.abandon_scratch();
     }
-    if !super::ops::roster_intact(world) {
+    if !crate::world::world_ops::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
     }
     Ok(())
@@ -794,11 +799,12 @@ struct InsertColumn<'a, W> {
 impl<W: Roster> TypeVisitor for InsertColumn<'_, W> {
     fn visit<T: Pod>(&mut self) {
         let (commands, component) = (self.commands, self.component);
-        self.result = super::ops::insert_column::<W, T>(self.world, self.entities, |k| {
-            created(&commands[k])
-                .and_then(|s| s.components.get(component))
-                .map_or(&[][..], |c| &c.bytes.0[..])
-        });
+        self.result =
+            crate::world::world_ops::insert_column::<W, T>(self.world, self.entities, |k| {
+                created(&commands[k])
+                    .and_then(|s| s.components.get(component))
+                    .map_or(&[][..], |c| &c.bytes.0[..])
+            });
     }
 }
 

@@ -23,16 +23,18 @@ use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::durable_ops::DurableError;
-use super::persistent::{
+use crate::buckets::bucket_sort;
+use crate::durable::durable_ops::DurableError;
+use crate::durable::persistent::{
     apply_create, check_persistent_world, is_canonical, schema, ComponentValue, HexBytes,
     PersistentOps, Transaction, TxError, IDENTITY_COMPONENT,
 };
-use super::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
-use super::{ComponentPool, EntityId, WorldError};
-use crate::buckets::bucket_sort;
 use crate::hint::prefetch_bytes;
 use crate::identity::{PersistentId, TERMINAL_GENERATION};
+use crate::world::raw::keys::EntityId;
+use crate::world::store::error::WorldError;
+use crate::world::store::pool::ComponentPool;
+use crate::world::store::roster::{ComponentList, PoolsRefList, Roster, TypeVisitor};
 
 /// The checkpoint format name.
 pub const CHECKPOINT_FORMAT: &str = "ludus.checkpoint";

@@ -1,0 +1,38 @@
+//! Durable identity at the world's boundary: the [`WorldBindingTable`] (keys to handles, with
+//! resolve statuses), names and an ordered [`Hierarchy`], graph duplication with reference
+//! remapping, operation tickets and selections, stable ids for persistent spawns with
+//! all-or-nothing transactions, and checkpoints with a canonical digest.
+//!
+//! This layer sits on top of the world: it names the world's public operations and
+//! implements the core's destroy hook, and nothing in [`world`](crate::world) names it.
+//! See `docs/durable.md` and `docs/persistent.md`.
+
+pub(crate) mod binding;
+pub(crate) mod checkpoint;
+pub(crate) mod duplicate_graph;
+pub(crate) mod durable_ops;
+pub(crate) mod hierarchy;
+pub(crate) mod outliner;
+pub(crate) mod persistent;
+pub(crate) mod tables;
+pub(crate) mod ticket;
+
+pub use binding::{
+    Activation, ActivationError, BindingKind, BindingStats, CandidateRejection, CatalogEntry,
+    InvalidReference, NoCatalog, ResidencyCatalog, Resolution, WorldBindingTable, LOOKUP_BATCH,
+    MAX_BINDINGS, MAX_PROBE,
+};
+pub use checkpoint::{
+    digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
+    ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
+};
+pub use durable_ops::{DurableError, DurableOps};
+pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES};
+pub use outliner::{Outliner, OutlinerRow, WorldCounts};
+pub use persistent::{
+    ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,
+    Transaction, TransactionQueue, TxCommand, TxError, TxRejection, TxReport, IDENTITY_COMPONENT,
+    MAX_COMMAND_COMPONENTS,
+};
+pub use tables::{Durable, DurableConfig, DurableCounters, EntityRefs};
+pub use ticket::{OperationTicket, Selection, SelectionEntry, SelectionError, StaleCompletion};
