@@ -43,8 +43,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::durable::EntityRefs;
-use crate::world::{ComponentList, EntityId, RefList, RefVisitor, Roster};
+use crate::durable::{DurableRoster, EntityRefs};
+use crate::durable::{RefList, RefVisitor};
+use crate::world::{ComponentList, EntityId, Roster};
 
 /// A component that World records carry: plain data with a serde form (its properties).
 /// Implemented for every such type.
@@ -163,7 +164,7 @@ pub mod entity_ref {
 /// Rewrites every entity-typed field of the values of `T` held as bytes in `values`
 /// (`size_of::<T>()` each) with `f`, when `T` is one of `W`'s [`EntityRefs`] types; does
 /// nothing otherwise.
-pub(crate) fn rewrite_refs<W: Roster, T: Pod>(
+pub(crate) fn rewrite_refs<W: DurableRoster, T: Pod>(
     values: &mut [u8],
     f: &mut dyn FnMut(usize, &mut EntityId),
 ) {
@@ -197,7 +198,7 @@ pub(crate) fn rewrite_refs<W: Roster, T: Pod>(
 
 /// Whether `T` is one of the roster's entity-typed components (folds to a constant).
 #[inline(always)]
-pub(crate) fn has_refs<W: Roster, T: 'static>() -> bool {
+pub(crate) fn has_refs<W: DurableRoster, T: 'static>() -> bool {
     struct Find(TypeId, bool);
     impl RefVisitor for Find {
         #[inline(always)]

@@ -35,7 +35,9 @@ use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
 use super::restore::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
-use crate::durable::{Activation, BindingKind, DurableError, DurableOps, HierarchyError};
+use crate::durable::{
+    Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
+};
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::{insert_value, roster_intact, EntityId, Roster, WorldError};
 use serde_json::Value;
@@ -224,7 +226,7 @@ impl Plan {
     ///
     /// # Errors
     /// The first link, in roster then document order, whose UUID is not in the plan.
-    pub(crate) fn resolve<W: Roster>(&mut self) -> Result<(), Unresolved>
+    pub(crate) fn resolve<W: DurableRoster>(&mut self) -> Result<(), Unresolved>
     where
         W::Components: RecordList,
     {
@@ -466,7 +468,7 @@ fn find(index: &[(u128, u32)], starts: &Starts, uuid: Uuid) -> Option<u32> {
 }
 
 /// Rewrites the entity-typed fields of roster component `k`'s staged values.
-fn for_column<W: Roster>(k: usize, bytes: &mut [u8], f: &mut dyn FnMut(usize, &mut EntityId))
+fn for_column<W: DurableRoster>(k: usize, bytes: &mut [u8], f: &mut dyn FnMut(usize, &mut EntityId))
 where
     W::Components: RecordList,
 {
@@ -475,7 +477,7 @@ where
         f: &'a mut dyn FnMut(usize, &mut EntityId),
         _w: core::marker::PhantomData<W>,
     }
-    impl<W: Roster> RecordVisitor for Each<'_, W> {
+    impl<W: DurableRoster> RecordVisitor for Each<'_, W> {
         fn visit<T: RecordComponent>(&mut self, _: usize) {
             rewrite_refs::<W, T>(self.bytes, self.f);
         }

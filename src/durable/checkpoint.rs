@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::buckets::bucket_sort;
-use crate::durable::durable_ops::DurableError;
+use crate::durable::error::DurableError;
 use crate::durable::persistent::{
     apply_create, check_persistent_world, is_canonical, schema, ComponentValue, HexBytes,
     PersistentOps, Transaction, TxError, IDENTITY_COMPONENT,
@@ -657,7 +657,7 @@ pub trait CheckpointOps: PersistentOps {
     }
 }
 
-impl<R: Roster> CheckpointOps for R {}
+impl<R: crate::durable::durable_ops::DurableOps> CheckpointOps for R {}
 
 /// One accepted transaction at its tick.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,29 +4,28 @@ use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
 use crate::durable::binding::ActivationError;
-use crate::durable::durable_ops::{enabled_mut, DurableError};
+use crate::durable::error::DurableError;
 use crate::durable::hierarchy::{Hierarchy, HierarchyError};
+use crate::durable::tables::enabled_mut;
 use crate::durable::tables::Durable;
-use crate::durable::tables::EntityRefs;
+use crate::durable::tables::{DurableRoster, EntityRefs, RefList, RefVisitor};
 use crate::identity::{
     EntropySource, InstanceId, MintError, PersistentObjectKey, SourceObjectId, MINT_ATTEMPTS,
 };
+use crate::world::command::structural::insert;
 use crate::world::raw::keys::EntityId;
 use crate::world::store::error::WorldError;
-use crate::world::store::roster::{
-    ComponentList, PoolsMutList, PoolsRefList, RefList, RefVisitor, Roster, TypeVisitor,
-};
-use crate::world::world_ops::insert;
+use crate::world::store::roster::{ComponentList, PoolsMutList, PoolsRefList, TypeVisitor};
 use crate::world::world_ops::WorldOps;
 
 /// Counts the components of the selection (revision budget of a duplicate).
-struct CountComponents<'w, W: Roster> {
+struct CountComponents<'w, W: DurableRoster> {
     world: &'w W,
     selection: &'w [EntityId],
     n: u64,
 }
 
-impl<W: Roster> TypeVisitor for CountComponents<'_, W> {
+impl<W: DurableRoster> TypeVisitor for CountComponents<'_, W> {
     fn visit<T: Pod>(&mut self) {
         if let Some(pool) = self.world.parts_ref().1.get::<T>() {
             self.n += self.selection.iter().filter(|e| pool.contains(**e)).count() as u64;
@@ -35,14 +34,14 @@ impl<W: Roster> TypeVisitor for CountComponents<'_, W> {
 }
 
 /// Copies every component of each selected entity to its copy.
-struct CopyComponents<'w, W: Roster> {
+struct CopyComponents<'w, W: DurableRoster> {
     world: &'w mut W,
     selection: &'w [EntityId],
     copies: &'w [EntityId],
     result: Result<(), WorldError>,
 }
 
-impl<W: Roster> TypeVisitor for CopyComponents<'_, W> {
+impl<W: DurableRoster> TypeVisitor for CopyComponents<'_, W> {
     fn visit<T: Pod>(&mut self) {
         for (src, dst) in self.selection.iter().zip(self.copies) {
             let value = self
@@ -61,13 +60,13 @@ impl<W: Roster> TypeVisitor for CopyComponents<'_, W> {
 }
 
 /// Rewrites the copies' entity-typed fields whose target is in the selection.
-struct RewriteRefs<'w, W: Roster> {
+struct RewriteRefs<'w, W: DurableRoster> {
     world: &'w mut W,
     selection: &'w [EntityId],
     copies: &'w [EntityId],
 }
 
-impl<W: Roster> RefVisitor for RewriteRefs<'_, W> {
+impl<W: DurableRoster> RefVisitor for RewriteRefs<'_, W> {
     fn visit<T: EntityRefs>(&mut self) {
         let (_, durable, mut pools) = self.world.durable_parts();
         let Some(pool) = pools.get::<T>() else { return };
@@ -110,7 +109,7 @@ impl<A: Allocator + Clone> Durable<A> {
 /// component's [`EntityRefs`]. Should it panic, the reservations are released and the copies
 /// made so far destroyed before the panic goes on, so nothing of the attempt stays behind (the
 /// copies' slots keep their advanced generations).
-pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
+pub(crate) fn duplicate<W: DurableRoster, S: EntropySource + ?Sized>(
     world: &mut W,
     selection: &[EntityId],
     entropy: &mut S,
@@ -149,7 +148,7 @@ pub(crate) fn duplicate<W: Roster, S: EntropySource + ?Sized>(
 }
 
 /// [`duplicate`]; `created` is set once the copies exist.
-fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
+fn duplicate_in<W: DurableRoster, S: EntropySource + ?Sized>(
     world: &mut W,
     selection: &[EntityId],
     entropy: &mut S,
@@ -157,7 +156,7 @@ fn duplicate_in<W: Roster, S: EntropySource + ?Sized>(
     created: &mut bool,
 ) -> Result<(), DurableError> {
     // A pool swapped in from another world would leave its component out of the copies.
-    if !crate::world::world_ops::roster_intact(world) {
+    if !crate::world::command::structural::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
     }
     if selection.len() != out.len() {

@@ -5,94 +5,22 @@
 //! They need a world made with `try_new_durable` (else [`DurableError::Disabled`]) and check
 //! that its durable part belongs to its registry. Every failing operation changes nothing.
 
-use crate::durable::binding::{
-    Activation, ActivationError, BindingKind, NoCatalog, ResidencyCatalog, Resolution,
-};
+use crate::durable::binding::{Activation, BindingKind, NoCatalog, ResidencyCatalog, Resolution};
 use crate::durable::duplicate_graph;
+use crate::durable::error::DurableError;
 use crate::durable::hierarchy::{HierarchyError, OrphanPolicy};
 use crate::durable::outliner::{Outliner, WorldCounts};
-use crate::durable::tables::Durable;
+use crate::durable::tables::{enabled, enabled_mut, DurableRoster};
 use crate::durable::ticket::{OperationTicket, StaleCompletion};
-use crate::identity::{EntropySource, InstanceId, MintError, PersistentObjectKey};
+use crate::identity::{EntropySource, InstanceId, PersistentObjectKey};
 use crate::world::raw::keys::EntityId;
 use crate::world::store::error::WorldError;
-use crate::world::store::registry::EntityRegistry;
-use crate::world::store::roster::{ComponentList, Roster};
+use crate::world::store::roster::ComponentList;
 use crate::world::world_ops::WorldOps;
-
-/// Failure of a durable operation; nothing changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum DurableError {
-    /// The world was made without durable tables (`try_new`, not `try_new_durable`).
-    #[error("world has no durable tables (make it with try_new_durable)")]
-    Disabled,
-    /// A structural or handle check failed (phase, liveness, capacity, budgets, protection,
-    /// a foreign durable part).
-    #[error(transparent)]
-    World(#[from] WorldError),
-    /// A hierarchy or name rule refused the change.
-    #[error(transparent)]
-    Hierarchy(#[from] HierarchyError),
-    /// Publishing bindings failed.
-    #[error(transparent)]
-    Activation(#[from] ActivationError),
-    /// Minting a fresh identity failed (entropy, or every candidate taken).
-    #[error(transparent)]
-    Mint(#[from] MintError),
-    /// A selection names one entity twice.
-    #[error("selection repeats entity at index {index}")]
-    DuplicateSelection {
-        /// The second occurrence.
-        index: usize,
-    },
-    /// The output slice does not match the selection.
-    #[error("{selection} selected, output holds {out}")]
-    LengthMismatch {
-        /// Entities selected.
-        selection: usize,
-        /// Output slots.
-        out: usize,
-    },
-}
-
-/// A world's registry and durable part, shared.
-type Halves<'w, W> = (
-    &'w EntityRegistry<<W as Roster>::Alloc>,
-    &'w Durable<<W as Roster>::Alloc>,
-);
-
-/// The registry and durable part of an enabled world whose part belongs to its registry.
-pub(crate) fn enabled<W: Roster>(world: &W) -> Result<Halves<'_, W>, DurableError> {
-    let (registry, durable) = (world.registry(), world.durable_ref());
-    if !durable.is_enabled() {
-        return Err(DurableError::Disabled);
-    }
-    if durable.owner() != registry.owner() {
-        return Err(WorldError::ForeignPool.into());
-    }
-    Ok((registry, durable))
-}
-
-/// Mutable parts of an enabled world, checked as [`enabled`].
-#[allow(clippy::type_complexity)]
-pub(crate) fn enabled_mut<W: Roster>(
-    world: &mut W,
-) -> Result<(&mut EntityRegistry<W::Alloc>, &mut Durable<W::Alloc>), DurableError> {
-    // The pair handed out is the pair checked (a hand-written roster may hand out other
-    // parts than `registry()` and `durable_ref()` do).
-    let (registry, durable, _) = world.durable_parts();
-    if !durable.is_enabled() {
-        return Err(DurableError::Disabled);
-    }
-    if durable.owner() != registry.owner() {
-        return Err(WorldError::ForeignPool.into());
-    }
-    Ok((&mut registry.0, &mut durable.0))
-}
 
 /// The durable-identity operations of every world (module docs). Bring them into scope with
 /// `use ludus::prelude::*`.
-pub trait DurableOps: WorldOps {
+pub trait DurableOps: WorldOps + DurableRoster {
     /// Publishes a batch of bindings, all or nothing (see
     /// [`WorldBindingTable::try_activate`](crate::durable::binding::WorldBindingTable::try_activate)).
     ///
@@ -502,4 +430,4 @@ pub trait DurableOps: WorldOps {
     }
 }
 
-impl<R: Roster> DurableOps for R {}
+impl<R: DurableRoster> DurableOps for R {}

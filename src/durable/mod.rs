@@ -11,9 +11,11 @@ pub(crate) mod binding;
 pub(crate) mod checkpoint;
 pub(crate) mod duplicate_graph;
 pub(crate) mod durable_ops;
+pub(crate) mod error;
 pub(crate) mod hierarchy;
 pub(crate) mod outliner;
 pub(crate) mod persistent;
+pub(crate) mod selection;
 pub(crate) mod tables;
 pub(crate) mod ticket;
 
@@ -26,7 +28,8 @@ pub use checkpoint::{
     digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
     ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
 };
-pub use durable_ops::{DurableError, DurableOps};
+pub use durable_ops::DurableOps;
+pub use error::DurableError;
 pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES};
 pub use outliner::{Outliner, OutlinerRow, WorldCounts};
 pub use persistent::{
@@ -34,5 +37,9 @@ pub use persistent::{
     Transaction, TransactionQueue, TxCommand, TxError, TxRejection, TxReport, IDENTITY_COMPONENT,
     MAX_COMMAND_COMPONENTS,
 };
-pub use tables::{Durable, DurableConfig, DurableCounters, EntityRefs};
-pub use ticket::{OperationTicket, Selection, SelectionEntry, SelectionError, StaleCompletion};
+pub use selection::{Selection, SelectionEntry, SelectionError};
+pub use tables::{
+    try_bind_durable, Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs, RefList,
+    RefVisitor,
+};
+pub use ticket::{OperationTicket, StaleCompletion};

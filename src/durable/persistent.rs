@@ -26,11 +26,13 @@ use serde::{Deserialize, Serialize};
 use crate::durable::binding::Activation;
 use crate::durable::binding::BindingKind;
 use crate::durable::durable_ops::DurableOps;
-use crate::durable::durable_ops::{enabled, enabled_mut, DurableError};
+use crate::durable::error::DurableError;
+use crate::durable::tables::{enabled, enabled_mut, DurableRoster};
 use crate::identity::{
     EntropyError, EntropySource, PersistentId, PersistentObjectKey, TERMINAL_GENERATION,
 };
-use crate::world::command::buffer::{insert_bytes, remove_type, sealed, BundleSink, CommandBundle};
+use crate::world::command::buffer::{sealed, BundleSink, CommandBundle};
+use crate::world::command::structural::{insert_bytes, remove_type};
 use crate::world::raw::keys::EntityId;
 use crate::world::store::error::WorldError;
 use crate::world::store::roster::{ComponentList, Roster, TypeVisitor};
@@ -202,7 +204,7 @@ impl PreparedSpawn {
     /// # Errors
     /// [`PrepareError::Entropy`]; `UnknownComponent` for a type `W` does not name;
     /// `Components` for a repeated type. Nothing is minted on any error.
-    pub fn prepare<W: Roster, B: CommandBundle, S: EntropySource + ?Sized>(
+    pub fn prepare<W: DurableRoster, B: CommandBundle, S: EntropySource + ?Sized>(
         bundle: B,
         entropy: &mut S,
     ) -> Result<Self, PrepareError> {
@@ -234,7 +236,7 @@ impl PreparedSpawn {
     /// # Errors
     /// As [`prepare`](Self::prepare); `IdentityOverride` when the values carry
     /// [`IDENTITY_COMPONENT`].
-    pub fn prepare_values<W: Roster, S: EntropySource + ?Sized>(
+    pub fn prepare_values<W: DurableRoster, S: EntropySource + ?Sized>(
         components: Vec<ComponentValue>,
         entropy: &mut S,
     ) -> Result<Self, PrepareError> {
@@ -419,7 +421,7 @@ pub(crate) fn is_canonical(id: &PersistentId) -> bool {
 }
 
 /// Whether `id`'s 32 key bytes are bound in the stable index under any namespace.
-pub(crate) fn key_taken<W: Roster>(world: &W, id: &PersistentId) -> bool {
+pub(crate) fn key_taken<W: DurableRoster>(world: &W, id: &PersistentId) -> bool {
     let (key, _) = stable_key(id);
     world
         .durable_ref()
@@ -431,7 +433,7 @@ pub(crate) fn key_taken<W: Roster>(world: &W, id: &PersistentId) -> bool {
 /// The checks every persistent operation makes before it validates anything else: durable
 /// tables with stable ids, and pools that are exactly the world's own (a pool swapped in from
 /// another world would refuse half way).
-pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), DurableError> {
+pub(crate) fn check_persistent_world<W: DurableRoster>(world: &mut W) -> Result<(), DurableError> {
     let (registry, durable) = enabled_mut(world)?;
     registry.check_phase()?;
     if durable.stable.capacity() == 0 {
@@ -444,7 +446,7 @@ pub(crate) fn check_persistent_world<W: Roster>(world: &mut W) -> Result<(), Dur
     if !durable.stable.scratch_is_empty() {
         durable.stable.abandon_scratch();
     }
-    if !crate::world::world_ops::roster_intact(world) {
+    if !crate::world::command::structural::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
     }
     Ok(())
@@ -651,7 +653,7 @@ pub trait PersistentOps: DurableOps {
     }
 }
 
-impl<R: Roster> PersistentOps for R {}
+impl<R: DurableOps> PersistentOps for R {}
 
 /// [`PersistentOps::transact`] of a transaction of creates only, in batches: every command
 /// validated as the general path does, then every id reserved in the stable index (a live or
@@ -796,20 +798,23 @@ struct InsertColumn<'a, W> {
     result: Result<(), WorldError>,
 }
 
-impl<W: Roster> TypeVisitor for InsertColumn<'_, W> {
+impl<W: DurableRoster> TypeVisitor for InsertColumn<'_, W> {
     fn visit<T: Pod>(&mut self) {
         let (commands, component) = (self.commands, self.component);
-        self.result =
-            crate::world::world_ops::insert_column::<W, T>(self.world, self.entities, |k| {
+        self.result = crate::world::command::structural::insert_column::<W, T>(
+            self.world,
+            self.entities,
+            |k| {
                 created(&commands[k])
                     .and_then(|s| s.components.get(component))
                     .map_or(&[][..], |c| &c.bytes.0[..])
-            });
+            },
+        );
     }
 }
 
 /// Creates an entity with validated component values and binds `id` to it (restore).
-pub(crate) fn apply_create<W: Roster>(
+pub(crate) fn apply_create<W: DurableRoster>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
     id: &PersistentId,
@@ -821,7 +826,7 @@ pub(crate) fn apply_create<W: Roster>(
 }
 
 /// Binds `id` to the fresh entity `e` (its stable index entry).
-pub(crate) fn bind_stable<W: Roster>(
+pub(crate) fn bind_stable<W: DurableRoster>(
     world: &mut W,
     e: EntityId,
     id: &PersistentId,
@@ -843,7 +848,7 @@ pub(crate) fn bind_stable<W: Roster>(
 
 /// Inserts component values whose roster types were resolved at validation (`types`, in
 /// value order) into `e`.
-fn insert_resolved<'t, W: Roster>(
+fn insert_resolved<'t, W: DurableRoster>(
     world: &mut W,
     types: &mut impl Iterator<Item = &'t TypeId>,
     e: EntityId,
@@ -866,7 +871,7 @@ fn type_named(schema: &[(&'static str, TypeId, usize)], name: &str) -> Result<Ty
 }
 
 /// Inserts named component values into `e` (a wrong size is refused by `insert_bytes`).
-fn insert_values<W: Roster>(
+fn insert_values<W: DurableRoster>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
     e: EntityId,
@@ -879,7 +884,7 @@ fn insert_values<W: Roster>(
 }
 
 /// Removes the named component of `e`.
-fn remove_named<W: Roster>(
+fn remove_named<W: DurableRoster>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
     e: EntityId,

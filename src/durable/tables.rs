@@ -8,19 +8,25 @@
 //! its binding is removed (so the key resolves `Missing`, and a recycled slot never inherits
 //! it), its children are reparented by the world's [`OrphanPolicy`], its name is dropped.
 
+use core::any::TypeId;
+
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
 use crate::durable::binding::WorldBindingTable;
+use crate::durable::error::DurableError;
 use crate::durable::hierarchy::{Hierarchy, OrphanPolicy};
 use crate::durable::ticket::TicketState;
 use crate::identity::OwnerToken;
 use crate::world::raw::keys::EntityId;
-use crate::world::store::error::InitError;
+use crate::world::store::error::{InitError, WorldError};
+use crate::world::store::hooks::EntityHooks;
 use crate::world::store::read_only::ReadOnly;
 use crate::world::store::registry::EntityRegistry;
 use crate::world::store::reserve::filled;
+use crate::world::store::roster::{sealed, ComponentList, HookedParts, Roster};
+use crate::world::world_ops::WorldOps;
 
 /// How a durable world sizes its identity tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,22 +146,6 @@ impl<A: Allocator + Clone> Durable<A> {
         })
     }
 
-    /// Attaches a fresh part to the registry its world was just bound to (the only time a
-    /// part is attached, so a registry has one attached part and every destroy detaches in
-    /// it).
-    pub(crate) fn attach<B: Allocator + Clone>(&mut self, registry: &EntityRegistry<B>) {
-        if self.owner == 0 {
-            self.owner = registry.owner();
-            self.bindings.attach(registry.owner());
-            self.stable.attach(registry.owner());
-        }
-    }
-
-    /// Whether a fresh part can attach to a registry of `capacity` slots.
-    pub(crate) fn fits(&self, capacity: usize) -> bool {
-        self.owner == 0 && (self.hierarchy.slots() == 0 || self.hierarchy.slots() == capacity)
-    }
-
     /// Owner token of the world's registry (0 before init completes).
     #[inline]
     pub fn owner(&self) -> OwnerToken {
@@ -222,11 +212,7 @@ impl<A: Allocator + Clone> Durable<A> {
     /// released — binding removed, children reparented by policy, name dropped, tickets
     /// superseded.
     #[inline(always)]
-    pub(crate) fn detach<B: Allocator + Clone>(
-        &mut self,
-        registry: &EntityRegistry<B>,
-        entity: EntityId,
-    ) {
+    pub(crate) fn detach(&mut self, owner: OwnerToken, entity: EntityId) {
         if !self.is_enabled() {
             return;
         }
@@ -243,23 +229,163 @@ impl<A: Allocator + Clone> Durable<A> {
             let grandparent = self
                 .hierarchy
                 .parent(slot)
-                .map(|(s, g)| EntityId::from_raw_parts(registry.owner(), s, g));
+                .map(|(s, g)| EntityId::from_raw_parts(owner, s, g));
             self.hierarchy.detach(slot, self.policy, grandparent);
         }
     }
 }
 
 impl<A: Allocator + Clone> ReadOnly<Durable<A>> {
-    /// The durable part of a new world of `capacity` entities: disabled for `None`, else
-    /// sized by `config`. The `world!` constructors call it.
+    /// The durable tables of a new world of `capacity` entities, sized by `config`. The
+    /// `world!` constructors of a durable world call it.
     ///
     /// # Errors
     /// [`InitError::Allocation`], [`InitError::CapacityTooLarge`].
     pub fn try_new_durable(
         capacity: usize,
-        config: Option<DurableConfig>,
+        config: DurableConfig,
         alloc: A,
     ) -> Result<Self, InitError> {
-        Durable::try_new_in(capacity, config, alloc).map(Self::wrap)
+        Durable::try_new_in(capacity, Some(config), alloc).map(Self::wrap)
     }
+}
+
+/// The durable tables are a durable world's destroy hooks: a protected entity is not
+/// destroyed, and a destroyed one is detached first (binding removed, so its key resolves
+/// `Missing` and a recycled slot never inherits it; children reparented by the world's
+/// [`OrphanPolicy`]; name dropped).
+impl<A: Allocator + Clone> EntityHooks for Durable<A> {
+    #[inline(always)]
+    fn serves(&self, owner: OwnerToken) -> bool {
+        self.owner == owner
+    }
+
+    fn fits(&self, capacity: usize) -> bool {
+        self.owner == 0 && (self.hierarchy.slots() == 0 || self.hierarchy.slots() == capacity)
+    }
+
+    fn attach(&mut self, owner: OwnerToken) {
+        if self.owner == 0 {
+            self.owner = owner;
+            self.bindings.attach(owner);
+            self.stable.attach(owner);
+        }
+    }
+
+    #[inline(always)]
+    fn protects(&self, entity: EntityId) -> bool {
+        self.is_protected(entity)
+    }
+
+    #[inline(always)]
+    fn on_destroy(&mut self, owner: OwnerToken, entity: EntityId) {
+        self.detach(owner, entity);
+    }
+}
+
+/// A world with durable identity: declared by [`world!`](crate::world!) with a `durable`
+/// clause, its destroy hooks are its [`Durable`] tables. The durable operations
+/// ([`DurableOps`](crate::durable::DurableOps), [`PersistentOps`](crate::durable::PersistentOps),
+/// [`CheckpointOps`](crate::durable::CheckpointOps)) exist only on such worlds.
+pub trait DurableRoster: Roster<Hooks = Durable<<Self as Roster>::Alloc>> {
+    /// The components with entity-typed fields ([`EntityRefs`]), a sub-list of
+    /// `Components`: duplication and restore remap their references.
+    type Refs: RefList;
+
+    /// The registry, the durable tables and every pool, mutably.
+    #[inline(always)]
+    fn durable_parts(&mut self) -> HookedParts<'_, Self> {
+        self.hooked_parts()
+    }
+
+    /// The durable tables, shared.
+    #[inline(always)]
+    fn durable_ref(&self) -> &Durable<Self::Alloc> {
+        self.hooks()
+    }
+}
+
+/// Calls back with each entity-referencing component type.
+pub trait RefVisitor {
+    /// Called with one type.
+    fn visit<T: EntityRefs>(&mut self);
+}
+
+/// A type list of [`EntityRefs`] component types: `()` or `(Head, Tail)`; sealed.
+pub trait RefList: sealed::List + 'static {
+    /// Number of types.
+    const LEN: usize;
+    /// Calls `v` with every type, in order.
+    fn each<V: RefVisitor>(v: &mut V);
+    /// Whether every type is one of `C`.
+    fn all_in<C: ComponentList>() -> bool;
+}
+
+impl RefList for () {
+    const LEN: usize = 0;
+    #[inline(always)]
+    fn each<V: RefVisitor>(_: &mut V) {}
+    fn all_in<C: ComponentList>() -> bool {
+        true
+    }
+}
+
+impl<H: EntityRefs, T: RefList> RefList for (H, T) {
+    const LEN: usize = 1 + T::LEN;
+    #[inline(always)]
+    fn each<V: RefVisitor>(v: &mut V) {
+        v.visit::<H>();
+        T::each(v);
+    }
+    fn all_in<C: ComponentList>() -> bool {
+        C::contains(TypeId::of::<H>()) && T::all_in::<C>()
+    }
+}
+
+/// Binds a new durable world (what `world!`'s durable constructors call): checks that its
+/// `entity_refs` are components of the world, then [`WorldOps::try_bind`].
+///
+/// # Errors
+/// [`InitError::UnknownRefComponent`], and as [`WorldOps::try_bind`]; no owner token is
+/// consumed on any of them.
+pub fn try_bind_durable<W: DurableRoster>(world: &mut W) -> Result<(), InitError> {
+    if !W::Refs::all_in::<W::Components>() {
+        return Err(InitError::UnknownRefComponent);
+    }
+    world.try_bind()
+}
+
+/// A world's registry and durable part, shared.
+type Halves<'w, W> = (
+    &'w EntityRegistry<<W as Roster>::Alloc>,
+    &'w Durable<<W as Roster>::Alloc>,
+);
+
+/// The registry and durable part of an enabled world whose part belongs to its registry.
+pub(crate) fn enabled<W: DurableRoster>(world: &W) -> Result<Halves<'_, W>, DurableError> {
+    let (registry, durable) = (world.registry(), world.durable_ref());
+    if !durable.is_enabled() {
+        return Err(DurableError::Disabled);
+    }
+    if durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool.into());
+    }
+    Ok((registry, durable))
+}
+
+/// Mutable parts of an enabled world, checked as [`enabled`].
+#[allow(clippy::type_complexity)]
+pub(crate) fn enabled_mut<W: DurableRoster>(
+    world: &mut W,
+) -> Result<(&mut EntityRegistry<W::Alloc>, &mut Durable<W::Alloc>), DurableError> {
+    // The pair handed out is the pair checked (a hand-written roster may hand out other
+    // parts than `registry()` and `durable_ref()` do).
+    let (registry, durable, _) = world.durable_parts();
+    if !durable.is_enabled() {
+        return Err(DurableError::Disabled);
+    }
+    if durable.owner() != registry.owner() {
+        return Err(WorldError::ForeignPool.into());
+    }
+    Ok((&mut registry.0, &mut durable.0))
 }

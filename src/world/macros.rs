@@ -36,7 +36,7 @@
 /// inside the smaller one's), and a group has 1 to
 /// [`MAX_GROUP_MEMBERS`](crate::world::MAX_GROUP_MEMBERS) members (`try_new` fails with
 /// `GroupOverlap` otherwise). Field and group names must differ from each other and from
-/// `registry`.
+/// `registry`, the one name the macro reserves.
 ///
 /// # Examples
 /// ```
@@ -67,107 +67,55 @@
 /// ```
 #[macro_export]
 macro_rules! world {
-    // Type lists: `(A, (B, (C, ())))`.
+    // Type lists `(A, (B, (C, ())))` and field borrows in the same shape.
     (@list) => { () };
     (@list $head:ty $(, $rest:ty)*) => { ($head, $crate::world!(@list $($rest),*)) };
-    // Field borrows in the same shape.
     (@mut $s:ident;) => { () };
     (@mut $s:ident; $f:ident $(, $rest:ident)*) => {
         (::core::option::Option::Some(&mut $s.$f), $crate::world!(@mut $s; $($rest),*))
     };
     (@ref $s:ident;) => { () };
-    (@ref $s:ident; $f:ident $(, $rest:ident)*) => {
-        (&$s.$f, $crate::world!(@ref $s; $($rest),*))
-    };
-    (
-        $(#[$meta:meta])*
-        $vis:vis struct $name:ident {
-            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),+ $(,)?
-        }
-        $( groups {
-            $( $group:ident ( $( $gfield:ident : $gty:ty ),+ $(,)? ) ),* $(,)?
-        } )?
-        $( entity_refs { $( $rty:ty ),* $(,)? } )?
-    ) => {
+    (@ref $s:ident; $f:ident $(, $rest:ident)*) => { (&$s.$f, $crate::world!(@ref $s; $($rest),*)) };
+    // The struct, its constructors, roster and group methods, with hooks of type `$hooks` made
+    // by `$make` and the world bound by `$bind`.
+    (@world [$hooks:ty; $new:ident, $new_in:ident ($($cfg:ident : $cty:ty)?); $make:path; $bind:path]
+        $(#[$meta:meta])* $vis:vis struct $name:ident { $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),+ $(,)? }
+        $( groups { $( $group:ident ( $( $gfield:ident : $gty:ty ),+ $(,)? ) ),* $(,)? } )?) => {
         $(#[$meta])*
-        $vis struct $name<
-            __LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static = $crate::world::__private::Global,
-        > {
+        $vis struct $name<__LudusAlloc: $crate::world::__private::Alloc = $crate::world::__private::Global> {
             /// The registry, read-only outside the world's structural methods.
             pub registry: $crate::world::ReadOnly<
                 $crate::world::EntityRegistry<__LudusAlloc>,
                 $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?),
             >,
-            /// Durable identity: binding table, names and hierarchy (disabled unless made
-            /// with `try_new_durable`); read-only outside the world's methods.
-            pub durable: $crate::world::ReadOnly<$crate::durable::Durable<__LudusAlloc>>,
+            __ludus_hooks: $crate::world::ReadOnly<$hooks>,
             $( $(#[$fmeta])* $fvis $field: $crate::world::ComponentPool<$ty, __LudusAlloc>, )+
         }
-
+        #[allow(dead_code)]
         impl $name<$crate::world::__private::Global> {
-            /// A world of `capacity` entities on the global allocator.
-            ///
-            /// # Errors
-            /// As [`WorldOps::try_bind`]($crate::world::WorldOps::try_bind), and allocation.
-            #[allow(dead_code)]
-            pub fn try_new(capacity: usize) -> ::core::result::Result<Self, $crate::world::InitError> {
-                Self::try_new_in(capacity, $crate::world::__private::Global)
-            }
-
-            /// A world of `capacity` entities with durable identity (binding table, names,
-            /// hierarchy) sized by `config`, on the global allocator.
-            ///
-            /// # Errors
-            /// As [`try_new`](Self::try_new).
-            #[allow(dead_code)]
-            pub fn try_new_durable(
-                capacity: usize,
-                config: $crate::durable::DurableConfig,
-            ) -> ::core::result::Result<Self, $crate::world::InitError> {
-                Self::try_new_durable_in(capacity, config, $crate::world::__private::Global)
+            /// The world on the global allocator: see the constructor of the same name with `_in`.
+            #[allow(clippy::missing_errors_doc)]
+            pub fn $new(capacity: usize $(, $cfg: $cty)?) -> ::core::result::Result<Self, $crate::world::InitError> {
+                Self::$new_in(capacity, $($cfg,)? $crate::world::__private::Global)
             }
         }
-
         #[allow(dead_code)]
-        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static> $name<__LudusAlloc> {
-            /// A world of `capacity` entities allocating from `alloc`; the owner token is
-            /// issued only after every array was allocated.
+        impl<__LudusAlloc: $crate::world::__private::Alloc> $name<__LudusAlloc> {
+            /// A world of `capacity` entities allocating every array from `alloc` now; the
+            /// owner token is issued after every array was allocated.
             ///
             /// # Errors
-            /// As [`WorldOps::try_bind`]($crate::world::WorldOps::try_bind), and allocation.
-            pub fn try_new_in(
-                capacity: usize,
-                alloc: __LudusAlloc,
-            ) -> ::core::result::Result<Self, $crate::world::InitError> {
-                Self::try_with_in(capacity, ::core::option::Option::None, alloc)
-            }
-
-            /// As [`try_new_durable`](Self::try_new_durable), allocating from `alloc`.
-            ///
-            /// # Errors
-            /// As [`try_new`](Self::try_new).
-            pub fn try_new_durable_in(
-                capacity: usize,
-                config: $crate::durable::DurableConfig,
-                alloc: __LudusAlloc,
-            ) -> ::core::result::Result<Self, $crate::world::InitError> {
-                Self::try_with_in(capacity, ::core::option::Option::Some(config), alloc)
-            }
-
-            fn try_with_in(
-                capacity: usize,
-                config: ::core::option::Option<$crate::durable::DurableConfig>,
-                alloc: __LudusAlloc,
-            ) -> ::core::result::Result<Self, $crate::world::InitError> {
+            /// As [`WorldOps::try_bind`]($crate::world::WorldOps::try_bind) (and for a durable
+            /// world an `entity_refs` type that is not a component), and allocation.
+            pub fn $new_in(capacity: usize, $($cfg: $cty,)? alloc: __LudusAlloc)
+                -> ::core::result::Result<Self, $crate::world::InitError> {
                 let mut world = Self {
                     registry: $crate::world::ReadOnly::try_new_world_registry(capacity, alloc.clone())?,
-                    durable: $crate::world::ReadOnly::try_new_durable(capacity, config, alloc.clone())?,
+                    __ludus_hooks: $make(capacity, $($cfg,)? alloc.clone())?,
                     $( $field: $crate::world::ComponentPool::try_unbound_in(capacity, alloc.clone())?, )+
                 };
-                $crate::world::WorldOps::try_bind(&mut world)?;
-                ::core::result::Result::Ok(world)
+                $bind(&mut world).map(|()| world)
             }
-
             $($(
                 /// The owned group's packed prefix: entities and each member's values, in the
                 /// same dense order.
@@ -176,37 +124,46 @@ macro_rules! world {
                 }
             )*)?
         }
-
-        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static> $crate::world::Roster for $name<__LudusAlloc> {
+        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::world::Roster for $name<__LudusAlloc> {
             type Alloc = __LudusAlloc;
             type Components = $crate::world!(@list $($ty),+);
             type Groups = $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?);
-            type Refs = $crate::world!(@list $($($rty),*)?);
+            type Hooks = $hooks;
             const NAMES: &'static [&'static str] = &[$(stringify!($field)),+];
             #[inline(always)]
-            fn durable_parts(&mut self) -> $crate::world::DurableParts<'_, Self> {
-                (&mut self.registry, &mut self.durable, $crate::world!(@mut self; $($field),+))
+            fn hooked_parts(&mut self) -> $crate::world::HookedParts<'_, Self> {
+                (&mut self.registry, &mut self.__ludus_hooks, $crate::world!(@mut self; $($field),+))
             }
             #[inline(always)]
-            fn durable_ref(&self) -> &$crate::durable::Durable<__LudusAlloc> {
-                &self.durable
+            fn hooks(&self) -> &$hooks {
+                &self.__ludus_hooks
             }
             #[inline(always)]
             fn parts_ref(&self) -> $crate::world::PartsRef<'_, Self> {
                 (&*self.registry, $crate::world!(@ref self; $($field),+))
             }
         }
-
-        $( impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static> $crate::world::Stores<$ty> for $name<__LudusAlloc> {} )+
-
-        impl<__LudusAlloc: $crate::world::__private::Allocator + ::core::clone::Clone + 'static> ::core::fmt::Debug for $name<__LudusAlloc> {
+        $( impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::world::Stores<$ty> for $name<__LudusAlloc> {} )+
+        impl<__LudusAlloc: $crate::world::__private::Alloc> ::core::fmt::Debug for $name<__LudusAlloc> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                f.debug_struct(stringify!($name))
-                    .field("registry", &*self.registry)
-                    .field("durable", &*self.durable)
-                    $( .field(stringify!($field), &self.$field) )+
-                    .finish()
+                f.debug_struct(stringify!($name)).field("registry", &*self.registry)
+                    .field("hooks", &*self.__ludus_hooks) $( .field(stringify!($field), &self.$field) )+ .finish()
             }
         }
+    };
+    // A durable world: its hooks are its durable tables.
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)+ } $( groups { $($groups:tt)* } )?
+     durable $( { entity_refs { $( $rty:ty ),* $(,)? } } )?) => {
+        $crate::world!(@world [$crate::durable::Durable<__LudusAlloc>; try_new_durable, try_new_durable_in
+            (config: $crate::durable::DurableConfig); $crate::world::ReadOnly::try_new_durable;
+            $crate::durable::try_bind_durable] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
+        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::durable::DurableRoster for $name<__LudusAlloc> {
+            type Refs = $crate::world!(@list $($($rty),*)?);
+        }
+    };
+    // A plain world: no hooks.
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($fields:tt)+ } $( groups { $($groups:tt)* } )?) => {
+        $crate::world!(@world [(); try_new, try_new_in (); $crate::world::ReadOnly::no_hooks_in;
+            $crate::world::WorldOps::try_bind] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
     };
 }

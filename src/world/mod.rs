@@ -86,27 +86,28 @@ pub(crate) mod world_ops;
 
 pub use command::buffer::{BundleSink, CommandBuffer, CommandBundle, Provisional, Target};
 pub use command::spawn::Bundle;
+/// Typed insert without the compile-time roster bound (content restore dispatches by type).
+pub(crate) use command::structural::insert as insert_value;
+/// Whether a world's pools are exactly those bound to its registry (content restore checks it
+/// before pass 1).
+pub(crate) use command::structural::roster_intact;
 pub use query::cluster::{cluster, ClusterError, IntoCluster};
 pub use query::column::{
     opt, without, Column, ColumnMut, ColumnRef, IntoColumn, Opt, OptMut, OptRef, Without,
 };
 pub use query::join::{join, IntoJoin, Join, JoinPlan};
 pub use query::pool_access::{GroupQuery, PoolAccess, PoolQuery};
+pub use raw::dense::MAX_GROUP_MEMBERS;
 pub use raw::keys::{EntityId, EntityKey, EntityTag, Owners, OwnersIter};
 pub use store::error::{CommandError, InitError, Rejection, WorldError};
+pub use store::hooks::EntityHooks;
 pub use store::pool::{ComponentPool, SELECT_BLOCK};
 pub use store::read_only::ReadOnly;
 pub use store::registry::{EntityRegistry, MAX_CAPACITY};
 pub use store::roster::{
-    ComponentList, DurableParts, GroupList, GroupVisitor, Parts, PartsRef, PoolVisitor, PoolsMut,
-    PoolsMutList, PoolsRef, PoolsRefList, RefList, RefVisitor, Roster, Stores, TypeVisitor,
-    MAX_GROUP_MEMBERS,
+    ComponentList, GroupList, GroupVisitor, HookedParts, Parts, PartsRef, PoolVisitor, PoolsMut,
+    PoolsMutList, PoolsRef, PoolsRefList, Roster, Stores, TypeVisitor,
 };
-/// Typed insert without the compile-time roster bound (content restore dispatches by type).
-pub(crate) use world_ops::insert as insert_value;
-/// Whether a world's pools are exactly those bound to its registry (content restore checks it
-/// before pass 1).
-pub(crate) use world_ops::roster_intact;
 pub use world_ops::WorldOps;
 
 /// Paths the [`world!`](crate::world!) expansion names. Hidden because it is no API of its
@@ -115,4 +116,8 @@ pub use world_ops::WorldOps;
 #[doc(hidden)]
 pub mod __private {
     pub use allocator_api2::alloc::{Allocator, Global};
+
+    /// The bound of a world's allocator parameter.
+    pub trait Alloc: Allocator + Clone + 'static {}
+    impl<A: Allocator + Clone + 'static> Alloc for A {}
 }

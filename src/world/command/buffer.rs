@@ -22,16 +22,18 @@ use bytemuck::Pod;
 
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
 use crate::world::command::spawn::first_duplicate;
+use crate::world::command::structural::{
+    self, insert_bytes, insert_fresh_bytes, remove_type, BundleLayout,
+};
 use crate::world::raw::keys::EntityId;
 use crate::world::store::error::CommandError;
 use crate::world::store::error::InitError;
 use crate::world::store::error::WorldError;
+use crate::world::store::hooks::EntityHooks;
 use crate::world::store::registry::process_owner_token;
 use crate::world::store::registry::EntityRegistry;
 use crate::world::store::reserve;
-use crate::world::store::roster::{ComponentList, Roster, TypeVisitor};
-use crate::world::world_ops;
-use crate::world::world_ops::WorldOps;
+use crate::world::store::roster::{ComponentList, Roster};
 
 /// Most consecutive destroys a commit applies as one run: a stack array of handles, small
 /// because it is filled afresh for every run (a lone destroy between spawns is a run of one).
@@ -160,151 +162,6 @@ tuple_command_bundle!(5; T0 0, T1 1, T2 2, T3 3, T4 4);
 tuple_command_bundle!(6; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5);
 tuple_command_bundle!(7; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6);
 tuple_command_bundle!(8; T0 0, T1 1, T2 2, T3 3, T4 4, T5 5, T6 6, T7 7);
-
-/// Inserts a value's bytes as the component whose type matched.
-struct InsertBytes<'w, 'b, W> {
-    world: &'w mut W,
-    entity: EntityId,
-    bytes: &'b [u8],
-    result: Result<(), WorldError>,
-}
-
-impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
-    fn visit<T: Pod>(&mut self) {
-        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => world_ops::insert(self.world, self.entity, value).map(|_| ()),
-            Err(_) => Err(WorldError::UnknownComponent),
-        };
-    }
-}
-
-/// The layout stamp a commit hands the pools of one spawned bundle (as `spawn` does): the
-/// fresh stamp, and the layout class of the bundle's first pool before its insert.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BundleLayout {
-    stamp: u64,
-    /// The registry that issued the stamp: only its pools take it.
-    owner: OwnerToken,
-    first: Option<Option<u64>>,
-}
-
-impl BundleLayout {
-    /// No stamp: the pools a bundle appends to share nothing after it.
-    pub(crate) const NONE: BundleLayout = BundleLayout {
-        stamp: 0,
-        owner: 0,
-        first: None,
-    };
-
-    /// After the bundle's append to an ungrouped `pool` whose class was `class`: the pools of
-    /// the first pool's class (equal keys before, the same append since) take the stamp.
-    #[inline(always)]
-    pub(crate) fn after_append<T: Pod, A: Allocator + Clone>(
-        &mut self,
-        pool: &mut crate::world::store::pool::ComponentPool<T, A>,
-        class: Option<u64>,
-    ) {
-        if self.stamp == 0 || pool.owner() != self.owner {
-            return;
-        }
-        let first = *self.first.get_or_insert(class);
-        if first.is_some() && class == first {
-            pool.set_layout(self.stamp);
-        }
-    }
-}
-
-/// Appends a value's bytes as the component whose type matched, to an entity that has none.
-struct InsertFreshBytes<'w, 'b, W> {
-    world: &'w mut W,
-    entity: EntityId,
-    bytes: &'b [u8],
-    layout: &'w mut BundleLayout,
-    result: Result<(), WorldError>,
-}
-
-impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
-    fn visit<T: Pod>(&mut self) {
-        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => world_ops::insert_fresh(self.world, self.entity, value, self.layout),
-            Err(_) => Err(WorldError::UnknownComponent),
-        };
-    }
-}
-
-/// [`insert_bytes`] for a bundle's component right after its create: appended without a slot
-/// lookup when the slot's membership bit is clear ([`world_ops::insert_fresh`]).
-pub(crate) fn insert_fresh_bytes<W: Roster>(
-    world: &mut W,
-    entity: EntityId,
-    component: TypeId,
-    bytes: &[u8],
-    layout: &mut BundleLayout,
-) -> Result<(), WorldError> {
-    let mut insert = InsertFreshBytes {
-        world,
-        entity,
-        bytes,
-        layout,
-        result: Err(WorldError::UnknownComponent),
-    };
-    W::Components::dispatch(component, &mut insert);
-    insert.result
-}
-
-/// Removes the component whose type matched.
-struct RemoveType<'w, W> {
-    world: &'w mut W,
-    entity: EntityId,
-    result: Result<(), WorldError>,
-}
-
-impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
-    fn visit<T: Pod>(&mut self) {
-        self.result = world_ops::remove::<W, T>(self.world, self.entity).map(|_| ());
-    }
-}
-
-/// Inserts `bytes` into `entity` as the value of `W`'s component type `component` (commands,
-/// transactions and restores: component dispatch by type id).
-///
-/// # Errors
-/// As [`WorldOps::insert`](crate::world::world_ops::WorldOps::insert); `UnknownComponent` for a type outside
-/// the roster or bytes of another size than the type's.
-pub(crate) fn insert_bytes<W: Roster>(
-    world: &mut W,
-    entity: EntityId,
-    component: TypeId,
-    bytes: &[u8],
-) -> Result<(), WorldError> {
-    let mut insert = InsertBytes {
-        world,
-        entity,
-        bytes,
-        result: Err(WorldError::UnknownComponent),
-    };
-    W::Components::dispatch(component, &mut insert);
-    insert.result
-}
-
-/// Removes `W`'s component type `component` from `entity`.
-///
-/// # Errors
-/// As [`WorldOps::remove`](crate::world::world_ops::WorldOps::remove); `UnknownComponent` for a type outside
-/// the roster.
-pub(crate) fn remove_type<W: Roster>(
-    world: &mut W,
-    entity: EntityId,
-    component: TypeId,
-) -> Result<(), WorldError> {
-    let mut remove = RemoveType {
-        world,
-        entity,
-        result: Err(WorldError::UnknownComponent),
-    };
-    W::Components::dispatch(component, &mut remove);
-    remove.result
-}
 
 /// Appends `bytes` to `store` within its reserved capacity (the callers checked the room; a
 /// short one panics, writing nothing). One copy: `allocator_api2`'s `extend_from_slice` clones
@@ -779,7 +636,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                 }
                 Command::Destroy(e) | Command::Replace(e) => {
                     registry.check_alive(e)?;
-                    if world.durable_ref().is_protected(e) {
+                    if world.hooks().protects(e) {
                         return Err(WorldError::Protected);
                     }
                     revisions += 1 + pools;
@@ -819,23 +676,21 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// budget, a target no longer alive or an unknown component type; then nothing is applied
     /// and the buffer is kept.
     pub fn commit<W: Roster>(&mut self, world: &mut W) -> Result<(), WorldError> {
-        world.registry().check_phase()?;
+        world.parts_ref().0.check_phase()?;
         // Recorded against another world's registry (inserts on provisionals would cross).
-        if self.registry != 0 && self.registry != world.registry().owner() {
+        if self.registry != 0 && self.registry != world.parts_ref().0.owner() {
             return Err(WorldError::ForeignCommands);
         }
         // Its destroys' marks were cleared: the entities may have been targeted since by
         // commands this buffer would apply after their destroy.
         if self
             .marks
-            .is_some_and(|epoch| epoch != world.registry().mark_epoch())
+            .is_some_and(|epoch| epoch != world.parts_ref().0.mark_epoch())
         {
             return Err(WorldError::MarksCleared);
         }
         // A pool swapped in from another world would refuse its commands half way.
-        if !world_ops::roster_intact(world)
-            || world.durable_ref().owner() != world.registry().owner()
-        {
+        if !structural::roster_intact(world) || !world.hooks().serves(world.parts_ref().0.owner()) {
             return Err(WorldError::ForeignPool);
         }
         self.preflight(world)?;
@@ -870,14 +725,19 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                             first: None,
                         }
                     };
-                    world.create().map(|e| self.created.push(e))
+                    world
+                        .parts()
+                        .0
+                         .0
+                        .try_create()
+                        .map(|e| self.created.push(e))
                 }
                 Command::Replace(old) => match self.replace_at(world, i, old) {
                     Ok(Some(skip)) => {
                         i += skip;
                         Ok(())
                     }
-                    Ok(None) => world_ops::destroy_run(world, core::iter::once(old)),
+                    Ok(None) => structural::destroy_run(world, core::iter::once(old)),
                     Err(e) => Err(e),
                 },
                 Command::Destroy(_) => {
@@ -887,7 +747,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
                     let targets = self.commands[i..].iter().map_while(Command::destroyed);
                     let n = run.iter_mut().zip(targets).map(|(r, e)| *r = e).count();
                     i += n - 1;
-                    world_ops::destroy_run(world, run[..n].iter().copied())
+                    structural::destroy_run(world, run[..n].iter().copied())
                 }
                 Command::Insert {
                     subject,
@@ -925,7 +785,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     }
 
     /// Applies the `Replace(old)` at command `i` with the spawn recorded after it, in place
-    /// when [`world_ops::replace_in_place`] applies: returns how many commands after `i` it took (the
+    /// when [`structural::replace_in_place`] applies: returns how many commands after `i` it took (the
     /// create and its inserts), or `None` (nothing changed) for the usual destroy and spawn.
     fn replace_at<W: Roster>(
         &mut self,
@@ -937,11 +797,11 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             return Ok(None);
         };
         let n = bundle as usize;
-        if n == 0 || n > world_ops::MAX_REPLACEMENT {
+        if n == 0 || n > structural::MAX_REPLACEMENT {
             return Ok(None);
         }
         let created = self.created.len() as u32;
-        let mut parts = [(TypeId::of::<()>(), &[][..]); world_ops::MAX_REPLACEMENT];
+        let mut parts = [(TypeId::of::<()>(), &[][..]); structural::MAX_REPLACEMENT];
         for (k, part) in parts[..n].iter_mut().enumerate() {
             match self.commands.get(i + 2 + k) {
                 Some(&Command::Insert {
@@ -961,7 +821,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
             }
         }
         Ok(
-            world_ops::replace_in_place(world, old, &parts[..n])?.map(|new| {
+            structural::replace_in_place(world, old, &parts[..n])?.map(|new| {
                 self.created.push(new);
                 1 + n
             }),

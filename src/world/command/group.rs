@@ -22,11 +22,11 @@ use core::any::TypeId;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
+use crate::world::raw::dense::MAX_GROUP_MEMBERS;
 use crate::world::raw::keys::EntityId;
 use crate::world::store::pool::ComponentPool;
 use crate::world::store::roster::{
     ComponentList, GroupList, GroupVisitor, PoolsMutList, PoolsRefList, TypeVisitor,
-    MAX_GROUP_MEMBERS,
 };
 
 /// Whether to pack an entity that gained a member, or unpack one about to lose a member.

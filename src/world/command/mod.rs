@@ -4,3 +4,4 @@
 pub(crate) mod buffer;
 pub(crate) mod group;
 pub(crate) mod spawn;
+pub(crate) mod structural;

@@ -163,6 +163,9 @@ pub struct Index<'p> {
 /// Most pools clustered together ([`cluster`](crate::world::query::cluster)): a run's signature is a set
 /// of them.
 pub(crate) const MAX_CLUSTER: usize = 6;
+
+/// Most members in one owned group (a pool keeps one packed length per group it is in).
+pub const MAX_GROUP_MEMBERS: usize = 8;
 /// Most runs in a clustered pool: one per signature holding the pool's own bit.
 pub(crate) const MAX_RUNS: usize = 1 << (MAX_CLUSTER - 1);
 

@@ -50,9 +50,9 @@ pub enum InitError {
     IdentityExhausted,
     /// An owned group is invalid: two groups share a pool without being nested (one's
     /// members a strict subset of the other's), a pool is twice in one group, a group has no
-    /// member or more than [`MAX_GROUP_MEMBERS`](crate::world::store::roster::MAX_GROUP_MEMBERS), or a member is
+    /// member or more than [`MAX_GROUP_MEMBERS`](crate::world::raw::dense::MAX_GROUP_MEMBERS), or a member is
     /// not a component of the world.
-    #[error("invalid owned groups: two groups share a pool without being nested, a pool twice in one group, an empty or oversized group (at most {max} members), or a member the world does not store", max = crate::world::store::roster::MAX_GROUP_MEMBERS)]
+    #[error("invalid owned groups: two groups share a pool without being nested, a pool twice in one group, an empty or oversized group (at most {max} members), or a member the world does not store", max = crate::world::raw::dense::MAX_GROUP_MEMBERS)]
     GroupOverlap,
     /// The world's roster names one component type twice (use newtypes).
     #[error("a component type appears twice in the world's roster; wrap one in a newtype")]

@@ -3,6 +3,7 @@
 //! a world hands out, and the [`Roster`](roster::Roster) that says which pools a world has.
 
 pub(crate) mod error;
+pub(crate) mod hooks;
 pub(crate) mod pool;
 pub(crate) mod read_only;
 pub(crate) mod registry;

@@ -7,6 +7,7 @@ use allocator_api2::vec::Vec;
 use bytemuck::Pod;
 
 use crate::identity::OwnerToken;
+use crate::world::raw::dense::MAX_GROUP_MEMBERS;
 use crate::world::raw::dense::{
     words_for, DenseMut, Index, Order, Run, Sparse, MAX_RUNS, NO_ENTRY,
 };
@@ -16,7 +17,6 @@ use crate::world::store::error::InitError;
 use crate::world::store::error::WorldError;
 use crate::world::store::registry::EntityRegistry;
 use crate::world::store::reserve;
-use crate::world::store::roster::MAX_GROUP_MEMBERS;
 
 /// Dense storage of one component type `T` for the entities of one registry.
 ///

@@ -8,7 +8,7 @@ use allocator_api2::alloc::Allocator;
 use crate::world::store::error::InitError;
 use crate::world::store::registry::EntityRegistry;
 
-/// Shared-only access to a world's registry (and durable part): systems read it while they
+/// Shared-only access to a world's registry (and its hooks): systems read it while they
 /// mutate pools (disjoint field borrows); structural changes go through
 /// [`WorldOps`](crate::world::world_ops::WorldOps), which keeps pools, groups and the registry in step. No public
 /// path leads to `&mut T`, and the only public constructors make a new value, so a world's
@@ -51,8 +51,8 @@ use crate::world::store::registry::EntityRegistry;
 /// pub type St = PhantomData<fn(&'static u8)>;
 /// ludus::world! { pub struct W1 { pub x: Hr, pub y: St, pub b: B } groups { g(x: Hr, b: B) } }
 /// ludus::world! { pub struct W2 { pub x: Hr, pub y: St, pub b: B } groups { g(y: St, b: B) } }
-/// let W1 { registry, durable, x, y, b } = W1::try_new(8).unwrap();
-/// let _w2 = W2 { registry, durable, x, y, b }; // error: mismatched types
+/// let W1 { registry, __ludus_hooks, x, y, b } = W1::try_new(8).unwrap();
+/// let _w2 = W2 { registry, __ludus_hooks, x, y, b }; // error: mismatched types
 /// ```
 ///
 /// World types that declare the same groups share the marker, and their parts move freely
@@ -81,6 +81,16 @@ impl<A: Allocator + Clone, M> ReadOnly<EntityRegistry<A>, M> {
     /// As [`EntityRegistry::try_unbound_in`].
     pub fn try_new_world_registry(capacity: usize, alloc: A) -> Result<Self, InitError> {
         EntityRegistry::try_unbound_in(capacity, alloc).map(Self::wrap)
+    }
+}
+
+impl ReadOnly<()> {
+    /// The hooks of a plain world (none); the `world!` constructors call it.
+    ///
+    /// # Errors
+    /// None: the signature is that of every hooks constructor.
+    pub fn no_hooks_in<A>(_capacity: usize, _alloc: A) -> Result<Self, InitError> {
+        Ok(Self::wrap(()))
     }
 }
 

@@ -15,7 +15,7 @@
 //! only, so a list visits each of its pools exactly once, which `destroy`'s bound-pool count
 //! relies on.
 
-mod sealed {
+pub(crate) mod sealed {
     /// Implemented for `()` and `(Head, Tail)` only.
     pub trait List {}
     impl List for () {}
@@ -27,15 +27,15 @@ use core::any::TypeId;
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
-use crate::durable::tables::Durable;
-use crate::durable::tables::EntityRefs;
+use crate::world::raw::dense::MAX_GROUP_MEMBERS;
+use crate::world::store::hooks::EntityHooks;
 use crate::world::store::pool::ComponentPool;
 use crate::world::store::read_only::ReadOnly;
 use crate::world::store::registry::EntityRegistry;
 
-/// A world declared by [`world!`](crate::world!): its registry, its pools (by type) and its
-/// owned groups. Every world operation is a method of [`WorldOps`](crate::world::world_ops::WorldOps), which is
-/// implemented for every roster.
+/// A world declared by [`world!`](crate::world!): its registry, its pools (by type), its
+/// owned groups and its destroy hooks. Every world operation is a method of
+/// [`WorldOps`](crate::world::WorldOps), which is implemented for every roster.
 ///
 /// `world!` implements this trait; a hand-written impl is possible (nothing unsafe relies on
 /// it), but then the world's guarantees (destroy reaches every pool, groups stay packed) hold
@@ -48,72 +48,35 @@ pub trait Roster: Sized {
     type Components: ComponentList;
     /// The owned groups, as a list of component lists.
     type Groups: GroupList;
-    /// The components with entity-typed fields ([`EntityRefs`]), a sub-list of
-    /// `Components`.
-    type Refs: RefList;
+    /// What the world runs around each destroy: `()` for a plain world, the durable tables
+    /// ([`Durable`](crate::durable::Durable)) for a durable one.
+    type Hooks: EntityHooks;
     /// The components' stable names (the roster's field names), in `Components` order: what
     /// prepared commands, transactions and checkpoints call them. Empty: the world has no
     /// names, and those operations refuse its components.
     const NAMES: &'static [&'static str] = &[];
-    /// The registry (read-only outside the crate), the durable part (likewise) and every
-    /// pool, mutably.
-    fn durable_parts(&mut self) -> DurableParts<'_, Self>;
+    /// The registry (read-only outside the crate), the hooks (likewise) and every pool,
+    /// mutably.
+    fn hooked_parts(&mut self) -> HookedParts<'_, Self>;
     /// The registry and every pool, shared.
     fn parts_ref(&self) -> PartsRef<'_, Self>;
-    /// The durable part, shared.
-    fn durable_ref(&self) -> &Durable<Self::Alloc>;
-    /// The registry and every pool, mutably (what [`durable_parts`](Self::durable_parts)
-    /// returns, without the durable part).
+    /// The hooks, shared.
+    fn hooks(&self) -> &Self::Hooks;
+    /// The registry and every pool, mutably (what [`hooked_parts`](Self::hooked_parts)
+    /// returns, without the hooks).
     #[inline(always)]
     fn parts(&mut self) -> Parts<'_, Self> {
-        let (registry, _, pools) = self.durable_parts();
+        let (registry, _, pools) = self.hooked_parts();
         (registry, pools)
     }
 }
 
-/// What [`Roster::durable_parts`] returns.
-pub type DurableParts<'a, R> = (
+/// What [`Roster::hooked_parts`] returns.
+pub type HookedParts<'a, R> = (
     &'a mut ReadOnly<EntityRegistry<<R as Roster>::Alloc>, <R as Roster>::Groups>,
-    &'a mut ReadOnly<Durable<<R as Roster>::Alloc>>,
+    &'a mut ReadOnly<<R as Roster>::Hooks>,
     PoolsMut<'a, R>,
 );
-
-/// Calls back with each entity-referencing component type.
-pub trait RefVisitor {
-    /// Called with one type.
-    fn visit<T: EntityRefs>(&mut self);
-}
-
-/// A type list of [`EntityRefs`] component types: `()` or `(Head, Tail)`; sealed.
-pub trait RefList: sealed::List + 'static {
-    /// Number of types.
-    const LEN: usize;
-    /// Calls `v` with every type, in order.
-    fn each<V: RefVisitor>(v: &mut V);
-    /// Whether every type is one of `C`.
-    fn all_in<C: ComponentList>() -> bool;
-}
-
-impl RefList for () {
-    const LEN: usize = 0;
-    #[inline(always)]
-    fn each<V: RefVisitor>(_: &mut V) {}
-    fn all_in<C: ComponentList>() -> bool {
-        true
-    }
-}
-
-impl<H: EntityRefs, T: RefList> RefList for (H, T) {
-    const LEN: usize = 1 + T::LEN;
-    #[inline(always)]
-    fn each<V: RefVisitor>(v: &mut V) {
-        v.visit::<H>();
-        T::each(v);
-    }
-    fn all_in<C: ComponentList>() -> bool {
-        C::contains(TypeId::of::<H>()) && T::all_in::<C>()
-    }
-}
 
 /// What [`Roster::parts`] returns: the registry and one `Some(&mut pool)` per component.
 pub type Parts<'a, R> = (
@@ -370,9 +333,6 @@ pub trait GroupList: sealed::List + 'static {
     /// The member count of the smallest group containing every one of `ids` (0: none).
     fn smallest_containing(ids: &[TypeId]) -> usize;
 }
-
-/// Most members in one owned group.
-pub const MAX_GROUP_MEMBERS: usize = 8;
 
 /// Calls back with a group's member list.
 pub trait GroupVisitor {
