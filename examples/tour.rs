@@ -60,7 +60,7 @@ ludus::world! {
         /// Which entity it follows.
         pub follow: Follow,
     }
-    entity_refs { Follow }
+    durable { entity_refs { Follow } }
 }
 
 /// Section 6: mint, bind, resolve, unload, reload, duplicate.
@@ -276,7 +276,7 @@ ludus::world! {
 /// change of either pool sends its joins back to probing until the next `cluster`.
 fn clustered_join() -> Result<(), Box<dyn std::error::Error>> {
     const N: usize = 50_000;
-    let mut level = Level::try_new(N)?;
+    let mut level = Level::try_new_durable(N, DurableConfig::default())?;
     let mut all = Vec::with_capacity(N);
     for i in 0..N {
         all.push(level.spawn((Position {

@@ -36,8 +36,8 @@ pub struct ReadmeDoctests;
 /// handles, joins, commands and the durable-identity vocabulary.
 pub mod prelude {
     pub use crate::durable::{
-        Activation, CheckpointOps, DurableConfig, DurableError, DurableOps, EntityRefs,
-        PersistentOps, Resolution,
+        Activation, CheckpointOps, DurableConfig, DurableError, DurableOps, DurableRoster,
+        EntityRefs, PersistentOps, Resolution,
     };
     pub use crate::world::{
         cluster, join, opt, without, Bundle, CommandBuffer, EntityId, Rejection, Stores,

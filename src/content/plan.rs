@@ -282,7 +282,7 @@ impl Plan {
         if !roster_intact(world) {
             return Err(world_err(WorldError::ForeignPool.into()));
         }
-        let (registry, durable) = (world.registry(), world.durable_ref());
+        let (registry, durable) = (world.registry(), world.durable());
         if !durable.is_enabled() {
             return Err(world_err(DurableError::Disabled));
         }

@@ -105,7 +105,7 @@ where
             name: schema.to_owned(),
         });
     }
-    let (registry, durable) = (world.registry(), world.durable_ref());
+    let (registry, durable) = (world.registry(), world.durable());
     if !durable.is_enabled() {
         return Err(DurableError::Disabled.into());
     }

@@ -230,7 +230,7 @@ type Keyed = ((u8, u128, u128), EntityId);
 fn stable_entities<W: PersistentOps>(world: &W) -> Vec<Keyed> {
     let registry = world.registry();
     let mut v: Vec<Keyed> = world
-        .durable_ref()
+        .durable()
         .stable
         .iter()
         .filter(|(_, e, _)| registry.is_alive(*e))
@@ -412,7 +412,7 @@ fn write_canonical<W: PersistentOps>(
         offsets.push(stride..stride + c.size());
         stride += c.size();
     }
-    let (registry, stable) = (world.registry(), &world.durable_ref().stable);
+    let (registry, stable) = (world.registry(), &world.durable().stable);
     let mut rows: Vec<Row> = Vec::with_capacity(stable.len());
     let mut staging = vec![0u8; stable.len() * stride];
     // Every tag below 4 (what `from_key` accepts: 1 and 2), and whether they differ.

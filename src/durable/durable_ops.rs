@@ -66,7 +66,7 @@ pub trait DurableOps: WorldOps + DurableRoster {
         kind: Option<BindingKind>,
         catalog: &C,
     ) -> Resolution {
-        self.durable_ref()
+        self.durable()
             .bindings
             .resolve_attached(self.registry(), key, kind, catalog)
     }
@@ -95,13 +95,13 @@ pub trait DurableOps: WorldOps + DurableRoster {
     /// The key bound to `entity` (one slot read, validated by owner and generation).
     #[inline]
     fn key_of(&self, entity: EntityId) -> Option<PersistentObjectKey> {
-        self.durable_ref().bindings.key_of(entity)
+        self.durable().bindings.key_of(entity)
     }
 
     /// The binding table's revision (compare with a cached negative result's).
     #[inline]
     fn binding_revision(&self) -> u64 {
-        self.durable_ref().bindings.binding_revision()
+        self.durable().bindings.binding_revision()
     }
 
     /// `entity`'s name (`""` when unnamed).
@@ -137,7 +137,7 @@ pub trait DurableOps: WorldOps + DurableRoster {
 
     /// `entity`'s children in order (empty when it is not alive or has none).
     fn children(&self, entity: EntityId) -> impl Iterator<Item = EntityId> + '_ {
-        let (registry, durable) = (self.registry(), self.durable_ref());
+        let (registry, durable) = (self.registry(), self.durable());
         let alive = durable.owner() == registry.owner() && registry.is_alive(entity);
         let first = if alive { Some(entity.slot()) } else { None };
         first
@@ -234,7 +234,7 @@ pub trait DurableOps: WorldOps + DurableRoster {
         // the root each time, a chain of n cost n²/2 steps).
         let mut from = entity.slot();
         loop {
-            let hierarchy = &self.durable_ref().hierarchy;
+            let hierarchy = &self.durable().hierarchy;
             let mut leaf = from;
             while let Some(c) = hierarchy.first_child(leaf) {
                 leaf = c;
@@ -311,7 +311,7 @@ pub trait DurableOps: WorldOps + DurableRoster {
     /// children or protection, in deterministic depth-first order (roots by slot, children in
     /// their order). No rows when the durable part is another registry's.
     fn outliner(&self) -> Outliner<'_, Self::Alloc> {
-        Outliner::new(self.registry(), self.durable_ref())
+        Outliner::new(self.registry(), self.durable())
     }
 
     /// Issues a ticket for an asynchronous operation on `entity`: a new request sequence
@@ -400,7 +400,7 @@ pub trait DurableOps: WorldOps + DurableRoster {
     /// Observability counts (O(capacity)). The durable counts are zero when the durable part
     /// is another registry's (its figures are not this world's).
     fn counts(&self) -> WorldCounts {
-        let (registry, durable) = (self.registry(), self.durable_ref());
+        let (registry, durable) = (self.registry(), self.durable());
         let (pending, peak_generation) = registry.census();
         let registry_counts = WorldCounts {
             capacity: registry.capacity(),

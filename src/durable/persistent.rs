@@ -424,7 +424,7 @@ pub(crate) fn is_canonical(id: &PersistentId) -> bool {
 pub(crate) fn key_taken<W: DurableRoster>(world: &W, id: &PersistentId) -> bool {
     let (key, _) = stable_key(id);
     world
-        .durable_ref()
+        .durable()
         .stable
         .lookup(world.registry(), &key)
         .is_some()
@@ -471,14 +471,14 @@ enum Sim {
 pub trait PersistentOps: DurableOps {
     /// The stable id of `entity`, if it has one.
     fn stable_id(&self, entity: EntityId) -> Option<PersistentId> {
-        let (key, kind) = self.durable_ref().stable.binding_of(entity)?;
+        let (key, kind) = self.durable().stable.binding_of(entity)?;
         PersistentId::from_key(kind.0, bytemuck::cast(key)).ok()
     }
 
     /// The live entity with stable id `id`.
     fn entity_of(&self, id: &PersistentId) -> Option<EntityId> {
         let (key, kind) = stable_key(id);
-        let (e, found) = self.durable_ref().stable.lookup(self.registry(), &key)?;
+        let (e, found) = self.durable().stable.lookup(self.registry(), &key)?;
         (found == kind).then_some(e)
     }
 
@@ -634,7 +634,7 @@ pub trait PersistentOps: DurableOps {
     /// # Errors
     /// The first [`InvariantViolation`].
     fn check_identity_invariant(&self) -> Result<(), InvariantViolation> {
-        let (registry, durable) = (self.registry(), self.durable_ref());
+        let (registry, durable) = (self.registry(), self.durable());
         for (key, e, kind) in durable.stable.iter() {
             let slot = e.slot();
             if !registry.is_alive(e) {

@@ -300,7 +300,7 @@ pub trait DurableRoster: Roster<Hooks = Durable<<Self as Roster>::Alloc>> {
 
     /// The durable tables, shared.
     #[inline(always)]
-    fn durable_ref(&self) -> &Durable<Self::Alloc> {
+    fn durable(&self) -> &Durable<Self::Alloc> {
         self.hooks()
     }
 }
@@ -363,7 +363,7 @@ type Halves<'w, W> = (
 
 /// The registry and durable part of an enabled world whose part belongs to its registry.
 pub(crate) fn enabled<W: DurableRoster>(world: &W) -> Result<Halves<'_, W>, DurableError> {
-    let (registry, durable) = (world.registry(), world.durable_ref());
+    let (registry, durable) = (world.registry(), world.durable());
     if !durable.is_enabled() {
         return Err(DurableError::Disabled);
     }
@@ -379,7 +379,7 @@ pub(crate) fn enabled_mut<W: DurableRoster>(
     world: &mut W,
 ) -> Result<(&mut EntityRegistry<W::Alloc>, &mut Durable<W::Alloc>), DurableError> {
     // The pair handed out is the pair checked (a hand-written roster may hand out other
-    // parts than `registry()` and `durable_ref()` do).
+    // parts than `registry()` and `durable()` do).
     let (registry, durable, _) = world.durable_parts();
     if !durable.is_enabled() {
         return Err(DurableError::Disabled);

@@ -81,7 +81,7 @@ type PeerLookup = (Level, FoldMap, Vec<Uuid>);
 fn peer_setup(n: usize) -> PeerLookup {
     let (w, keys) = lookup_setup(n);
     let mut map = FoldMap::with_capacity_and_hasher(n, foldhash::fast::FixedState::with_seed(7));
-    for (k, e) in w.durable.bindings().iter().map(|(k, e, _)| (k, e)) {
+    for (k, e) in w.durable().bindings().iter().map(|(k, e, _)| (k, e)) {
         map.insert(k.object.as_uuid(), e);
     }
     let queries = keys.iter().map(|k| k.object.as_uuid()).collect();

@@ -328,15 +328,15 @@ fn interleaved(rounds: usize) {
         drop(black_box(w));
         d
     };
-    let spawn = |mut w: Sim| {
+    fn spawn<W: WorldOps + Stores<Pos> + Stores<Hp>>(mut w: W, bundles: &[(Pos, Hp)]) -> Duration {
         let t = Instant::now();
-        w.spawn_batch(black_box(&bundles).iter().copied()).unwrap();
+        w.spawn_batch(black_box(bundles).iter().copied()).unwrap();
         let d = t.elapsed();
         drop(black_box(w));
         d
-    };
-    let mut spawn_durable = || spawn(durable(SPAWNS));
-    let mut spawn_plain = || spawn(plain(SPAWNS));
+    }
+    let mut spawn_durable = || spawn(durable(SPAWNS), &bundles);
+    let mut spawn_plain = || spawn(plain(SPAWNS), &bundles);
     let ids = ids_of(&tx);
     let mut hash_ids = || {
         let out = vec![EntityId::from_raw_parts(0, 0, 0); SPAWNS];

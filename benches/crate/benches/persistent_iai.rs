@@ -18,7 +18,7 @@ use ludus::prelude::*;
 
 #[path = "common/persistent.rs"]
 mod common;
-use common::{durable, id_bytes, plain, prepared, Hp, Pos, Sim};
+use common::{durable, id_bytes, plain, prepared, Hp, PlainSim, Pos, Sim};
 
 /// Prepared spawns of `transact`.
 const SPAWNS: usize = 1_000;
@@ -39,7 +39,7 @@ fn spawn_setup(n: usize) -> (Sim, Vec<(Pos, Hp)>) {
     (durable(n), prepared(n).0)
 }
 
-fn plain_setup(n: usize) -> (Sim, Vec<(Pos, Hp)>) {
+fn plain_setup(n: usize) -> (PlainSim, Vec<(Pos, Hp)>) {
     (plain(n), prepared(n).0)
 }
 
@@ -51,10 +51,10 @@ fn spawn_batch_durable((mut w, bundles): (Sim, Vec<(Pos, Hp)>)) -> (Sim, Vec<(Po
     (w, bundles)
 }
 
-// Reference: the same spawn into a plain (`try_new`) world.
+// Reference: the same spawn into a plain world.
 #[library_benchmark]
 #[bench::k1000(args = (SPAWNS), setup = plain_setup)]
-fn spawn_batch_plain((mut w, bundles): (Sim, Vec<(Pos, Hp)>)) -> (Sim, Vec<(Pos, Hp)>) {
+fn spawn_batch_plain((mut w, bundles): (PlainSim, Vec<(Pos, Hp)>)) -> (PlainSim, Vec<(Pos, Hp)>) {
     w.spawn_batch(black_box(&bundles).iter().copied()).unwrap();
     (w, bundles)
 }

@@ -13,6 +13,7 @@ pub struct Hp(pub u32);
 ludus::world! {
     /// The bench world: one component.
     pub struct Level { pub hp: Hp }
+    durable
 }
 
 /// splitmix64: deterministic keys and shuffles.

@@ -42,7 +42,7 @@ impl EntityRefs for Enemy {
 
 ludus::world! {
     pub struct Level { pub pos: Pos, pub hp: Hp, pub enemy: Enemy }
-    entity_refs { Enemy }
+    durable { entity_refs { Enemy } }
 }
 
 // The baseline's plain structs (the same members; targets as strings).

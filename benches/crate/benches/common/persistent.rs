@@ -25,6 +25,12 @@ pub struct Hp(u32);
 ludus::world! {
     /// The bench world: two small components (as in `tests/world_persistent.rs`).
     pub struct Sim { pub pos: Pos, pub hp: Hp }
+    durable
+}
+
+ludus::world! {
+    /// The same components in a plain world (no durable tables): the reference spawn.
+    pub struct PlainSim { pub pos: Pos, pub hp: Hp }
 }
 
 pub fn bundle(i: usize) -> (Pos, Hp) {
@@ -61,9 +67,9 @@ pub fn durable(capacity: usize) -> Sim {
     w
 }
 
-/// A fresh plain (`try_new`) world, structural phase open.
-pub fn plain(capacity: usize) -> Sim {
-    let mut w = Sim::try_new(capacity).unwrap();
+/// A fresh plain world, structural phase open.
+pub fn plain(capacity: usize) -> PlainSim {
+    let mut w = PlainSim::try_new(capacity).unwrap();
     w.begin_structural();
     w
 }
