@@ -60,7 +60,8 @@ impl Default for DurableConfig {
 /// such types in the world's `entity_refs { … }` clause.
 ///
 /// ```
-/// use ludus::world::{EntityId, EntityRefs};
+/// use ludus::durable::EntityRefs;
+/// use ludus::world::EntityId;
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
 /// pub struct Follow { pub target: EntityId, pub distance: f32, pub _pad: u32 }
