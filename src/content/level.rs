@@ -28,11 +28,12 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::error::{index, key, Fault, Located, Shape, Step};
+use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
+use super::json_path::{index, key, Step};
 use super::mapping::{component_index, RecordList};
 use super::plan::Plan;
-use super::record::{is_component_name, Components};
+use super::record::{canonical_all, is_component_name, Components};
 use super::restore::{apply_plan, unresolved, RestoreError, RestoreErrorKind, Restored};
 use crate::durable::DurableOps;
 use crate::identity::{InstanceId, UuidError, UuidPolicy};
@@ -214,7 +215,7 @@ impl LevelFile {
             parent: String,
             components: &'a Components,
         }
-        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
+        let components = canonical_all(self.entities.iter().map(|e| &e.components));
         let out = Out {
             format: LEVEL_FORMAT,
             version: LEVEL_VERSION,

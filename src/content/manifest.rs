@@ -30,8 +30,9 @@ use uuid::Uuid;
 
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId, UuidError};
 
-use super::error::{index, key, Fault, Located, Shape, Step};
+use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
+use super::json_path::{index, key, Step};
 use super::path::{DocPath, PathError};
 
 /// The `format` member of a migration manifest.

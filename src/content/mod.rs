@@ -30,6 +30,7 @@ pub mod cook;
 mod duplicate;
 mod error;
 mod json;
+mod json_path;
 mod level;
 mod manifest;
 mod mapping;
@@ -47,7 +48,8 @@ pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
 pub use duplicate::{
     duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
 };
-pub use error::{Fault, JsonPath, Located, Shape, Step};
+pub use error::{Fault, Located, Shape};
+pub use json_path::{JsonPath, Step};
 pub use level::{
     restore_level, restore_level_from_slice, LevelEntity, LevelError, LevelErrorKind, LevelFile,
     LEVEL_FORMAT, LEVEL_VERSION,

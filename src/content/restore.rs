@@ -9,7 +9,8 @@
 
 use std::path::Path;
 
-use super::error::{index, key, Fault, Line, Located, Step};
+use super::error::{Fault, Line, Located};
+use super::json_path::{index, key, Step};
 use super::level::LevelErrorKind;
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
