@@ -14,6 +14,8 @@ use std::cell::RefCell;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
+use crate::identity::UuidError;
+
 use super::error::{Fault, Located, Shape};
 use super::json_path::{key, Step};
 
@@ -269,6 +271,29 @@ pub(crate) fn array(value: Value, path: &[Step]) -> Result<Vec<Value>, Fault<Sha
 /// The JSON text of a value, for messages (`1.5`, `"two"`).
 pub(crate) fn text_of(value: &Value) -> String {
     value.to_string()
+}
+
+/// Takes member `name` of `obj` as a nonnil version-4 UUID (`AssetId` or `SourceObjectId`).
+pub(crate) fn uuid_member<T, K>(obj: &mut Object<'_>, name: &'static str) -> Result<T, Fault<K>>
+where
+    T: core::str::FromStr<Err = UuidError>,
+    K: From<Shape> + From<InvalidUuid>,
+{
+    // The path is built only for a fault.
+    let at = |obj: &Object<'_>| key(obj.path(), name);
+    let text = match obj.take(name).map_err(Fault::convert)? {
+        Value::String(s) => s,
+        v => string(v, &at(obj)).map_err(Fault::convert)?,
+    };
+    text.parse()
+        .map_err(|reason| Fault::new(InvalidUuid { text, reason }, &at(obj)))
+}
+
+/// A UUID text refused by the durable-v4 policy (converted into each format's error kind).
+#[derive(Debug)]
+pub(crate) struct InvalidUuid {
+    pub(crate) text: String,
+    pub(crate) reason: UuidError,
 }
 
 #[cfg(test)]

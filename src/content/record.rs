@@ -48,9 +48,8 @@ use serde_json::Value;
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId, UuidError};
 
 use super::error::{Fault, Located, Shape};
-use super::json::{self, Object};
+use super::json::{self, uuid_member, InvalidUuid, Object};
 use super::json_path::{index, key, Step};
-use super::manifest::{uuid_member, InvalidUuid};
 
 /// The longest schema name, in bytes.
 pub const SCHEMA_NAME_MAX: usize = 128;
