@@ -32,6 +32,7 @@ mod error;
 mod json;
 mod json_path;
 mod level;
+mod level_restore;
 mod manifest;
 mod mapping;
 mod migrate;
@@ -40,6 +41,7 @@ mod plan;
 pub mod publish;
 mod record;
 mod restore;
+mod restore_error;
 mod save;
 mod schema;
 mod stream;
@@ -50,10 +52,8 @@ pub use duplicate::{
 };
 pub use error::{Fault, Located, Shape};
 pub use json_path::{JsonPath, Step};
-pub use level::{
-    restore_level, restore_level_from_slice, LevelEntity, LevelError, LevelErrorKind, LevelFile,
-    LEVEL_FORMAT, LEVEL_VERSION,
-};
+pub use level::{LevelEntity, LevelError, LevelErrorKind, LevelFile, LEVEL_FORMAT, LEVEL_VERSION};
+pub use level_restore::{restore_level, restore_level_from_slice};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
     MANIFEST_VERSION,
@@ -68,11 +68,10 @@ pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
-pub use restore::{
-    restore_world, restore_world_from_slice, RestoreError, RestoreErrorKind, Restored,
-};
+pub use restore::{restore_world, restore_world_from_slice, Restored};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use restore::{restore_world_failing, streams};
+pub use restore_error::{RestoreError, RestoreErrorKind};
 pub use save::{save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

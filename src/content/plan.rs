@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
-use super::restore::RestoreErrorKind;
+use super::restore_error::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
 use crate::durable::{Activation, BindingKind, DurableError, DurableOps, HierarchyError};
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
