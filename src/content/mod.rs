@@ -27,7 +27,6 @@
 mod apply;
 mod canonical;
 pub mod cook;
-mod duplicate;
 mod error;
 mod json;
 mod json_path;
@@ -40,6 +39,7 @@ mod path;
 mod plan;
 pub mod publish;
 mod record;
+mod record_copy;
 mod restore;
 mod restore_error;
 mod save;
@@ -47,9 +47,6 @@ mod schema;
 mod stream;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
-pub use duplicate::{
-    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
-};
 pub use error::{Fault, Located, Shape};
 pub use json_path::{JsonPath, Step};
 pub use level::{LevelEntity, LevelError, LevelErrorKind, LevelFile, LEVEL_FORMAT, LEVEL_VERSION};
@@ -67,6 +64,9 @@ pub use publish::PublishError;
 pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
+};
+pub use record_copy::{
+    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
 };
 pub use restore::{restore_world, restore_world_from_slice, Restored};
 #[cfg(feature = "test-hooks")]
