@@ -300,8 +300,8 @@ pub(crate) struct InvalidUuid {
 mod tests {
     use super::*;
 
-    /// Shortest float text reads back as the value it was written from, also where serde_json's
-    /// default parser is one ULP off (both found by review; `float_roundtrip` is on), and the
+    /// Shortest float text reads back as the value it was written from, also for these two,
+    /// where serde_json's default parser is one ULP off (`float_roundtrip` is on), and the
     /// canonical writer writes the same text again.
     #[test]
     fn floats_read_back_exactly() {

@@ -1,5 +1,5 @@
-//! Level files (seed 004): `ludus.level` version 1 — per entity its UUID, name, parent UUID
-//! and components; never a handle or a subsystem id.
+//! Level files, `ludus.level` version 1: per entity its UUID, name, parent UUID and components;
+//! never a handle or a subsystem id.
 //!
 //! ```json
 //! {

@@ -17,8 +17,8 @@
 //!   [`save_world_bytes`] — the reverse, in canonical UUID order.
 //! * [`duplicate_entities`] / [`duplicate_placements`] — graph duplication of record entities
 //!   (fresh source ids) and of placements (fresh instance ids).
-//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1 (seed 004): UUIDs, names,
-//!   parents, components.
+//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1: UUIDs, names, parents,
+//!   components.
 //!
 //! Every reader refuses unknown and duplicate members and reports each rejection as a
 //! [`Located`] error: the file, serde_json's line and column, and a typed kind. Formats, rules

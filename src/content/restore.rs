@@ -1,4 +1,4 @@
-//! Two-pass restore of a version-2 World record into a world (seed 000 stage 4).
+//! Two-pass restore of a version-2 World record into a world.
 //!
 //! `restore_world(record, instance, world)` stages the record ([`Plan`]), resolves every
 //! entity-typed property against the record's own entities (forward references included),
