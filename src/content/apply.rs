@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::error::{index, key, JsonPath, Step, Text};
+use super::error::Text;
+use super::json_path::{index, key, JsonPath, Step};
 use super::manifest::Manifest;
 use super::path::DocPath;
 use super::record::{EntityV2, WorldV1, WorldV2};

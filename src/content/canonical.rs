@@ -791,7 +791,7 @@ mod tests {
     use serde_json::json;
 
     /// 128-bit integers are written when they fit 64 bits (what the readers hold) and refused
-    /// otherwise: a wider one used to be written and read back as a float (found by review).
+    /// otherwise: a wider one would read back as a float, not as the value written.
     #[test]
     fn integers_beyond_64_bits_have_no_record_form() {
         fn text<T: Serialize>(v: T) -> Result<String, CanonError> {

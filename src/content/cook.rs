@@ -218,7 +218,7 @@ fn migrate_error(e: MigrateError, manifest: &Path, manifest_bytes: &[u8]) -> Coo
         MigrateError::Entropy(e) => CookError::Entropy(e),
         MigrateError::Conflict { what } => CookError::Conflict { what },
         MigrateError::Stale { legacy_id, at, .. } => {
-            let (line, column) = super::json::locate(manifest_bytes, &at);
+            let (line, column) = super::json_path::locate(manifest_bytes, &at);
             CookError::Refused(Located {
                 file: manifest.to_path_buf(),
                 line,
@@ -352,7 +352,7 @@ pub fn apply(
             Origin::World => (world_file.as_path(), world_bytes.as_slice()),
             Origin::Manifest => (manifest, manifest_bytes.as_slice()),
         };
-        let (line, column) = super::json::locate(bytes, &f.path);
+        let (line, column) = super::json_path::locate(bytes, &f.path);
         CookError::Refused(Located {
             file: file.to_path_buf(),
             line,

@@ -3,6 +3,8 @@
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
+use super::json_path::{self, JsonPath, Step};
+
 /// Untrusted text (a member name, a property name) quoted in a message: as written, except
 /// that a backslash and every character that would break or hide in a line (a newline, a tab,
 /// other control and non-printable characters) are escaped as in a Rust string literal (`\\`,
@@ -46,18 +48,6 @@ impl fmt::Write for Escape<'_, '_> {
         Ok(())
     }
 }
-
-/// One step of a path into a JSON document: a member name or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
-    /// The member of an object with this name.
-    Key(String),
-    /// The element of an array at this index (0-based).
-    Index(usize),
-}
-
-/// A path from the root of a JSON document to one value (empty: the root itself).
-pub type JsonPath = Vec<Step>;
 
 /// The structural rejections every content reader shares (syntax and object shape).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -155,7 +145,7 @@ impl<K> Fault<K> {
 
     /// Looks the path up in `bytes` (the document the fault was found in) and names `file`.
     pub fn locate(self, file: &Path, bytes: &[u8]) -> Located<K> {
-        let (line, column) = super::json::locate(bytes, &self.path);
+        let (line, column) = json_path::locate(bytes, &self.path);
         Located {
             file: file.to_path_buf(),
             line,
@@ -181,22 +171,6 @@ impl<K: fmt::Display> fmt::Display for Fault<K> {
 }
 
 impl<K: fmt::Debug + fmt::Display> std::error::Error for Fault<K> {}
-
-/// Extends a path by one step without touching the original.
-pub(crate) fn at(path: &[Step], step: Step) -> JsonPath {
-    let mut p = Vec::with_capacity(path.len() + 1);
-    p.extend_from_slice(path);
-    p.push(step);
-    p
-}
-
-pub(crate) fn key(path: &[Step], name: &str) -> JsonPath {
-    at(path, Step::Key(name.to_owned()))
-}
-
-pub(crate) fn index(path: &[Step], i: usize) -> JsonPath {
-    at(path, Step::Index(i))
-}
 
 #[cfg(test)]
 mod tests {

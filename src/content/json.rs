@@ -4,17 +4,20 @@
 //! serde_json lets through: a member named twice in one object (serde_json's own `Value`
 //! silently keeps the last). A format's decoder then walks the value with [`Object`], which
 //! refuses unknown and missing members, and reports each broken rule as a [`Fault`]: the kind
-//! and a [`JsonPath`]. Only when a fault is reported does [`locate`] read the bytes a second
-//! time to find the line and column of that path, so the successful path pays for no position
-//! bookkeeping.
+//! and a [`JsonPath`](super::json_path::JsonPath). Only when a fault is reported does
+//! [`locate`](super::json_path::locate) read the bytes a second time to find the line and
+//! column of that path, so the successful path pays for no position bookkeeping.
 
 use core::fmt;
 use std::cell::RefCell;
 
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::error::{key, Fault, Located, Shape, Step};
+use crate::identity::UuidError;
+
+use super::error::{Fault, Located, Shape};
+use super::json_path::{key, Step};
 
 /// Parses one JSON value, refusing duplicate members at any depth and trailing characters.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Value, (Shape, usize, usize)> {
@@ -77,37 +80,6 @@ pub(crate) fn sorted(value: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
         v => v.clone(),
     }
-}
-
-/// Each entity's components as the canonical writers write them ([`canonical_components`]).
-pub(crate) fn canonical_all<'a>(
-    components: impl Iterator<Item = &'a super::record::Components>,
-) -> Vec<std::borrow::Cow<'a, super::record::Components>> {
-    // One check per write, not per entity.
-    let sorted = maps_sorted();
-    components
-        .map(|c| canonical_components(c, sorted))
-        .collect()
-}
-
-/// `components` as the canonical writers write them: borrowed when maps iterate sorted
-/// ([`maps_sorted`]), else a copy whose values are [`sorted`].
-fn canonical_components(
-    components: &super::record::Components,
-    maps_sorted: bool,
-) -> std::borrow::Cow<'_, super::record::Components> {
-    if maps_sorted {
-        return std::borrow::Cow::Borrowed(components);
-    }
-    std::borrow::Cow::Owned(
-        components
-            .iter()
-            .map(|(c, props)| {
-                let props = props.iter().map(|(k, v)| (k.clone(), sorted(v))).collect();
-                (c.clone(), props)
-            })
-            .collect(),
-    )
 }
 
 /// serde_json's message without its " at line L column C" suffix (the position is carried apart).
@@ -195,126 +167,6 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
             }
         }
         Ok(Value::Object(members))
-    }
-}
-
-/// The line and column of the value at `path` in `bytes` (1:1 when the path is not there).
-///
-/// Walks the bytes with serde_json, skipping everything off the path, and stops with a marker
-/// error once the value at the path has been read: serde_json stamps that error with its
-/// position, just past the value (for an object or array, just past its opening bracket).
-pub(crate) fn locate(bytes: &[u8], path: &[Step]) -> (usize, usize) {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    match (Walk { path }).deserialize(&mut de) {
-        Err(e) if e.is_data() && e.line() > 0 => opening_bracket(bytes, e.line(), e.column()),
-        _ => (1, 1),
-    }
-}
-
-/// serde_json stamps an error raised on entering an object or array after skipping the
-/// whitespace that follows the bracket; step back to the bracket itself.
-fn opening_bracket(bytes: &[u8], line: usize, column: usize) -> (usize, usize) {
-    let mut start = 0;
-    let mut l = 1;
-    while l < line {
-        match bytes[start..].iter().position(|&b| b == b'\n') {
-            Some(i) => start += i + 1,
-            None => return (line, column),
-        }
-        l += 1;
-    }
-    let consumed = (start + column).min(bytes.len());
-    let before = bytes[..consumed]
-        .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
-    match before {
-        Some(i) if matches!(bytes[i], b'{' | b'[') && i + 1 < consumed => {
-            let line_start = bytes[..i]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |n| n + 1);
-            let line = 1 + bytes[..i].iter().filter(|&&b| b == b'\n').count();
-            (line, i + 1 - line_start)
-        }
-        _ => (line, column),
-    }
-}
-
-const HERE: &str = "ludus-content-locate";
-
-struct Walk<'p> {
-    path: &'p [Step],
-}
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Err(E::custom(HERE))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.path.split_first() else {
-            return Err(de::Error::custom(HERE));
-        };
-        let Step::Index(target) = *first else {
-            return Ok(());
-        };
-        for _ in 0..target {
-            if seq.next_element::<IgnoredAny>()?.is_none() {
-                return Ok(());
-            }
-        }
-        seq.next_element_seed(Walk { path: rest })?;
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let Some((first, rest)) = self.path.split_first() else {
-            return Err(de::Error::custom(HERE));
-        };
-        let Step::Key(target) = first else {
-            return Ok(());
-        };
-        while let Some(name) = map.next_key::<String>()? {
-            if name == *target {
-                return map.next_value_seed(Walk { path: rest });
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
     }
 }
 
@@ -421,12 +273,35 @@ pub(crate) fn text_of(value: &Value) -> String {
     value.to_string()
 }
 
+/// Takes member `name` of `obj` as a nonnil version-4 UUID (`AssetId` or `SourceObjectId`).
+pub(crate) fn uuid_member<T, K>(obj: &mut Object<'_>, name: &'static str) -> Result<T, Fault<K>>
+where
+    T: core::str::FromStr<Err = UuidError>,
+    K: From<Shape> + From<InvalidUuid>,
+{
+    // The path is built only for a fault.
+    let at = |obj: &Object<'_>| key(obj.path(), name);
+    let text = match obj.take(name).map_err(Fault::convert)? {
+        Value::String(s) => s,
+        v => string(v, &at(obj)).map_err(Fault::convert)?,
+    };
+    text.parse()
+        .map_err(|reason| Fault::new(InvalidUuid { text, reason }, &at(obj)))
+}
+
+/// A UUID text refused by the durable-v4 policy (converted into each format's error kind).
+#[derive(Debug)]
+pub(crate) struct InvalidUuid {
+    pub(crate) text: String,
+    pub(crate) reason: UuidError,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Shortest float text reads back as the value it was written from, also where serde_json's
-    /// default parser is one ULP off (both found by review; `float_roundtrip` is on), and the
+    /// Shortest float text reads back as the value it was written from, also for these two,
+    /// where serde_json's default parser is one ULP off (`float_roundtrip` is on), and the
     /// canonical writer writes the same text again.
     #[test]
     fn floats_read_back_exactly() {
@@ -491,18 +366,5 @@ mod tests {
         }
         let (shape, ..) = parse(b"{} {}").unwrap_err();
         assert!(matches!(shape, Shape::Syntax { ref message } if message.contains("trailing")));
-    }
-
-    #[test]
-    fn locate_finds_values_by_path() {
-        let text = b"{\n  \"a\": [\n    1,\n    {\"b\": \"xy\"}\n  ]\n}";
-        let path = [Step::Key("a".into()), Step::Index(1), Step::Key("b".into())];
-        assert_eq!(locate(text, &path), (4, 14));
-        assert_eq!(locate(text, &path[..1]), (2, 8), "the opening bracket");
-        assert_eq!(locate(text, &path[..2]), (4, 5));
-        assert_eq!(locate(text, &[]), (1, 1));
-        assert_eq!(locate(b"{\"a\": []}", &[Step::Key("a".into())]), (1, 8));
-        assert_eq!(locate(text, &[Step::Key("zz".into())]), (1, 1));
-        assert_eq!(locate(text, &[Step::Index(0)]), (1, 1));
     }
 }

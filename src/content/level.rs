@@ -1,5 +1,5 @@
-//! Level files (seed 004): `ludus.level` version 1 — per entity its UUID, name, parent UUID
-//! and components; never a handle or a subsystem id.
+//! Level files, `ludus.level` version 1: per entity its UUID, name, parent UUID and components;
+//! never a handle or a subsystem id.
 //!
 //! ```json
 //! {
@@ -18,8 +18,8 @@
 //! never nil). A second entity with a UUID already in the file is refused, as is a parent that
 //! is not in the file or a parent chain that loops; a parent may come later in the file.
 //! Entity-typed component properties hold a UUID of the file (`""`: no target).
-//! [`restore_level`] builds the entities, their components, names and hierarchy with the
-//! World-record engine (all or nothing), children in file order.
+//! [`restore_level`](super::restore_level) builds the entities, their components, names and
+//! hierarchy with the World-record engine (all or nothing), children in file order.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,14 +28,11 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::error::{index, key, Fault, Located, Shape, Step};
+use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
-use super::mapping::{component_index, RecordList};
-use super::plan::Plan;
-use super::record::{is_component_name, Components};
-use super::restore::{apply_plan, unresolved, RestoreError, RestoreErrorKind, Restored};
-use crate::durable::DurableOps;
-use crate::identity::{InstanceId, UuidError, UuidPolicy};
+use super::json_path::{index, key, Step};
+use super::record::{canonical_all, is_component_name, Components};
+use crate::identity::{UuidError, UuidPolicy};
 
 /// The `format` member of a level file.
 pub const LEVEL_FORMAT: &str = "ludus.level";
@@ -214,7 +211,7 @@ impl LevelFile {
             parent: String,
             components: &'a Components,
         }
-        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
+        let components = canonical_all(self.entities.iter().map(|e| &e.components));
         let out = Out {
             format: LEVEL_FORMAT,
             version: LEVEL_VERSION,
@@ -238,7 +235,8 @@ impl LevelFile {
     }
 }
 
-fn entity_path(i: usize) -> Vec<Step> {
+/// The path of the `i`-th entity (`$.entities[i]`).
+pub(crate) fn entity_path(i: usize) -> Vec<Step> {
     index(&[Step::Key("entities".into())], i)
 }
 
@@ -341,77 +339,4 @@ fn decode_entity(value: Value, at: &[Step]) -> R<LevelEntity> {
         parent,
         components,
     })
-}
-
-/// Restores a level into `world`: one entity per level entity with its components, name and
-/// parent (children in file order, forward parents included); with `instance`, each entity is
-/// also bound under `PersistentObjectKey(instance, uuid)`, which needs version-4 UUIDs.
-/// All or nothing, as [`restore_world`](super::restore_world).
-///
-/// # Errors
-/// [`RestoreError`]: `Level` for a broken level rule (a parent not in the file, a cycle),
-/// else as [`restore_world`](super::restore_world), plus `Unbindable` for a binding asked of
-/// a UUID that is not version 4; the world is unchanged.
-pub fn restore_level<W: DurableOps>(
-    level: &LevelFile,
-    instance: Option<InstanceId>,
-    world: &mut W,
-) -> Result<Restored, RestoreError>
-where
-    W::Components: RecordList,
-{
-    level.check().map_err(Fault::convert)?;
-    let mut plan = Plan::new::<W>(level.entities.len());
-    for e in &level.entities {
-        plan.push_entity(e.uuid, &e.name);
-    }
-    // Unique by `check`.
-    let unique = plan.seal();
-    debug_assert!(unique);
-    for (i, e) in level.entities.iter().enumerate() {
-        plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p));
-        for (name, props) in &e.components {
-            let at = key(&key(&entity_path(i), "components"), name);
-            let Some(k) = component_index::<W>(name) else {
-                return Err(Fault::new(
-                    RestoreErrorKind::UnknownComponent { name: name.clone() },
-                    &at,
-                ));
-            };
-            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
-                .map_err(|message| {
-                    Fault::new(
-                        RestoreErrorKind::Component {
-                            component: name.clone(),
-                            message,
-                        },
-                        &at,
-                    )
-                })?;
-        }
-    }
-    plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
-    apply_plan(&plan, world, instance, None)
-}
-
-/// [`restore_level`] from the bytes of a level file, every rejection located in them.
-///
-/// # Errors
-/// [`Located`] [`RestoreErrorKind`]; the world is unchanged.
-pub fn restore_level_from_slice<W: DurableOps>(
-    file: &Path,
-    bytes: &[u8],
-    instance: Option<InstanceId>,
-    world: &mut W,
-) -> Result<Restored, Located<RestoreErrorKind>>
-where
-    W::Components: RecordList,
-{
-    let level = LevelFile::from_slice(file, bytes).map_err(|e| Located {
-        file: e.file,
-        line: e.line,
-        column: e.column,
-        kind: RestoreErrorKind::Level(e.kind),
-    })?;
-    restore_level(&level, instance, world).map_err(|f| f.locate(file, bytes))
 }

@@ -30,8 +30,9 @@ use uuid::Uuid;
 
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId, UuidError};
 
-use super::error::{index, key, Fault, Located, Shape, Step};
-use super::json::{self, Object};
+use super::error::{Fault, Located, Shape};
+use super::json::{self, uuid_member, InvalidUuid, Object};
+use super::json_path::{index, key, Step};
 use super::path::{DocPath, PathError};
 
 /// The `format` member of a migration manifest.
@@ -416,29 +417,6 @@ fn decode_document(
         document,
         objects,
     })
-}
-
-/// Takes member `name` of `obj` as a nonnil version-4 UUID (`AssetId` or `SourceObjectId`).
-pub(crate) fn uuid_member<T, K>(obj: &mut Object<'_>, name: &'static str) -> Result<T, Fault<K>>
-where
-    T: core::str::FromStr<Err = UuidError>,
-    K: From<Shape> + From<InvalidUuid>,
-{
-    // The path is built only for a fault.
-    let at = |obj: &Object<'_>| key(obj.path(), name);
-    let text = match obj.take(name).map_err(Fault::convert)? {
-        Value::String(s) => s,
-        v => json::string(v, &at(obj)).map_err(Fault::convert)?,
-    };
-    text.parse()
-        .map_err(|reason| Fault::new(InvalidUuid { text, reason }, &at(obj)))
-}
-
-/// A UUID text refused by the durable-v4 policy (converted into each format's error kind).
-#[derive(Debug)]
-pub(crate) struct InvalidUuid {
-    pub(crate) text: String,
-    pub(crate) reason: UuidError,
 }
 
 impl From<InvalidUuid> for ManifestErrorKind {

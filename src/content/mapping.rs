@@ -11,7 +11,8 @@
 //! record they hold the target's UUID, `""` for no target:
 //!
 //! ```
-//! use ludus::world::{EntityId, EntityRefs};
+//! use ludus::durable::EntityRefs;
+//! use ludus::world::EntityId;
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, serde::Serialize, serde::Deserialize)]
 //! #[repr(C)]
 //! pub struct Follow {

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::identity::{AssetId, EntropyError, EntropySource, MintError, SourceObjectId};
 
-use super::error::{index, key, JsonPath, Step};
+use super::json_path::{index, key, JsonPath, Step};
 use super::manifest::{Manifest, ManifestDocument, ManifestObject};
 use super::path::DocPath;
 use super::record::WorldV1;

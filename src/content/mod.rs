@@ -17,8 +17,8 @@
 //!   [`save_world_bytes`] — the reverse, in canonical UUID order.
 //! * [`duplicate_entities`] / [`duplicate_placements`] — graph duplication of record entities
 //!   (fresh source ids) and of placements (fresh instance ids).
-//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1 (seed 004): UUIDs, names,
-//!   parents, components.
+//! * [`LevelFile`] and [`restore_level`] — `ludus.level` version 1: UUIDs, names, parents,
+//!   components.
 //!
 //! Every reader refuses unknown and duplicate members and reports each rejection as a
 //! [`Located`] error: the file, serde_json's line and column, and a typed kind. Formats, rules
@@ -27,10 +27,11 @@
 mod apply;
 mod canonical;
 pub mod cook;
-mod duplicate;
 mod error;
 mod json;
+mod json_path;
 mod level;
+mod level_restore;
 mod manifest;
 mod mapping;
 mod migrate;
@@ -38,20 +39,18 @@ mod path;
 mod plan;
 pub mod publish;
 mod record;
+mod record_copy;
 mod restore;
+mod restore_error;
 mod save;
 mod schema;
 mod stream;
 
 pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
-pub use duplicate::{
-    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
-};
-pub use error::{Fault, JsonPath, Located, Shape, Step};
-pub use level::{
-    restore_level, restore_level_from_slice, LevelEntity, LevelError, LevelErrorKind, LevelFile,
-    LEVEL_FORMAT, LEVEL_VERSION,
-};
+pub use error::{Fault, Located, Shape};
+pub use json_path::{JsonPath, Step};
+pub use level::{LevelEntity, LevelError, LevelErrorKind, LevelFile, LEVEL_FORMAT, LEVEL_VERSION};
+pub use level_restore::{restore_level, restore_level_from_slice};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,
     MANIFEST_VERSION,
@@ -66,11 +65,13 @@ pub use record::{
     is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
     RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
-pub use restore::{
-    restore_world, restore_world_from_slice, RestoreError, RestoreErrorKind, Restored,
+pub use record_copy::{
+    duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,
 };
+pub use restore::{restore_world, restore_world_from_slice, Restored};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use restore::{restore_world_failing, streams};
+pub use restore_error::{RestoreError, RestoreErrorKind};
 pub use save::{save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

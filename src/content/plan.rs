@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
-use super::restore::RestoreErrorKind;
+use super::restore_error::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
 use crate::durable::{
     Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
@@ -278,7 +278,7 @@ impl Plan {
         let world_err = |e: DurableError| (None, RestoreErrorKind::World(e));
         let n = self.entities.len();
         // A pool swapped in from another world would refuse pass 2's inserts, and the
-        // rollback's destroys with them (a review found the pass-1 entities left alive).
+        // rollback's destroys with them, leaving the pass-1 entities alive: refused first.
         if !roster_intact(world) {
             return Err(world_err(WorldError::ForeignPool.into()));
         }

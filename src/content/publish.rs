@@ -328,7 +328,7 @@ mod tests {
     }
 
     /// A replaced symbolic link still names its file, which holds the new bytes (renaming over
-    /// the link used to turn it into a copy and leave the file it named stale).
+    /// the link would turn it into a copy and leave the file it named stale).
     #[test]
     #[cfg(unix)]
     #[cfg_attr(miri, ignore = "Miri isolates the file system")]

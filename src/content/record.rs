@@ -35,6 +35,7 @@
 //! }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -46,9 +47,9 @@ use serde_json::Value;
 
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId, UuidError};
 
-use super::error::{index, key, Fault, Located, Shape, Step};
-use super::json::{self, Object};
-use super::manifest::{uuid_member, InvalidUuid};
+use super::error::{Fault, Located, Shape};
+use super::json::{self, uuid_member, InvalidUuid, Object};
+use super::json_path::{index, key, Step};
 
 /// The longest schema name, in bytes.
 pub const SCHEMA_NAME_MAX: usize = 128;
@@ -295,7 +296,7 @@ impl WorldV1 {
             components: &'a Components,
         }
         let mut out = Vec::with_capacity(4096);
-        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
+        let components = canonical_all(self.entities.iter().map(|e| &e.components));
         let record = Out {
             version: 1,
             schema: &self.schema,
@@ -374,7 +375,7 @@ impl WorldV2 {
             name: &'a str,
             components: &'a Components,
         }
-        let components = json::canonical_all(self.entities.iter().map(|e| &e.components));
+        let components = canonical_all(self.entities.iter().map(|e| &e.components));
         for (i, (e, components)) in self.entities.iter().zip(&components).enumerate() {
             out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
             let entity = EntityOut {
@@ -398,6 +399,37 @@ impl WorldV2 {
 fn compact<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// Each entity's components as the canonical writers write them ([`canonical_components`]).
+pub(crate) fn canonical_all<'a>(
+    components: impl Iterator<Item = &'a Components>,
+) -> Vec<Cow<'a, Components>> {
+    // One check per write, not per entity.
+    let sorted = json::maps_sorted();
+    components
+        .map(|c| canonical_components(c, sorted))
+        .collect()
+}
+
+/// `components` as the canonical writers write them: borrowed when maps iterate sorted
+/// ([`maps_sorted`](json::maps_sorted)), else a copy whose values are [`sorted`](json::sorted).
+fn canonical_components(components: &Components, maps_sorted: bool) -> Cow<'_, Components> {
+    if maps_sorted {
+        return Cow::Borrowed(components);
+    }
+    Cow::Owned(
+        components
+            .iter()
+            .map(|(c, props)| {
+                let props = props
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json::sorted(v)))
+                    .collect();
+                (c.clone(), props)
+            })
+            .collect(),
+    )
 }
 
 fn wrong_version(expected: u64, found: u64) -> Fault<RecordErrorKind> {

@@ -1,4 +1,4 @@
-//! Two-pass restore of a version-2 World record into a world (seed 000 stage 4).
+//! Two-pass restore of a version-2 World record into a world.
 //!
 //! `restore_world(record, instance, world)` stages the record ([`Plan`]), resolves every
 //! entity-typed property against the record's own entities (forward references included),
@@ -9,69 +9,15 @@
 
 use std::path::Path;
 
-use super::error::{index, key, Fault, Line, Located, Step};
-use super::level::LevelErrorKind;
+use super::error::{Fault, Located};
+use super::json_path::{index, key, Step};
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
-use super::record::{RecordErrorKind, WorldV2};
-use crate::durable::{DurableError, DurableOps};
-use crate::identity::{InstanceId, PersistentObjectKey};
+use super::record::WorldV2;
+use super::restore_error::{RestoreError, RestoreErrorKind};
+use crate::durable::DurableOps;
+use crate::identity::InstanceId;
 use crate::world::EntityId;
-
-/// Why a document was not restored; the world is unchanged.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RestoreErrorKind {
-    /// The document breaks a rule of its format.
-    #[error(transparent)]
-    Record(#[from] RecordErrorKind),
-    /// The world's roster has no component of this name.
-    #[error("the world has no component named {name:?}")]
-    UnknownComponent {
-        /// The component name.
-        name: String,
-    },
-    /// The properties do not decode into the component's type (a property the type lacks, a
-    /// missing or mistyped one, an entity reference that is no UUID text).
-    #[error("component {component:?}: {}", Line(message))]
-    Component {
-        /// The component name.
-        component: String,
-        /// serde's description.
-        message: String,
-    },
-    /// An entity-typed property names a UUID that is not one of the document's entities.
-    #[error("component {component:?}: unresolved reference to {uuid}")]
-    UnresolvedReference {
-        /// The component holding the link.
-        component: String,
-        /// The target.
-        uuid: String,
-    },
-    /// The level file breaks a level-file rule (a parent not in the file, a cycle, a UUID
-    /// outside the policy or inserted twice, ...).
-    #[error(transparent)]
-    Level(#[from] LevelErrorKind),
-    /// The key is already bound in the world (another restore of the same instance, say).
-    #[error("identity {key} is already bound in the world")]
-    DuplicateIdentity {
-        /// The key.
-        key: PersistentObjectKey,
-    },
-    /// A binding was asked for, but the entity's UUID is not version 4 (binding keys are).
-    #[error("uuid {uuid} cannot be bound (binding keys are version-4 UUIDs)")]
-    Unbindable {
-        /// The UUID.
-        uuid: String,
-    },
-    /// The world refused: not durable, not in the structural phase, capacity, sequence,
-    /// revision, name or binding budgets.
-    #[error(transparent)]
-    World(#[from] DurableError),
-}
-
-/// A refused restore: the kind and the path of the offending value in the document (empty
-/// for a refusal of the world as a whole).
-pub type RestoreError = Fault<RestoreErrorKind>;
 
 /// What a restore created: one live handle per document entity, in document order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,21 +180,4 @@ where
     W::Components: RecordList,
 {
     super::stream::plan_bytes::<W>(bytes).is_some()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn component_message_is_one_line() {
-        let e = RestoreErrorKind::Component {
-            component: "enemy".into(),
-            message: "unknown variant `a\nb`, expected `x`".into(),
-        };
-        assert_eq!(
-            e.to_string(),
-            r#"component "enemy": unknown variant `a\nb`, expected `x`"#
-        );
-    }
 }

@@ -24,8 +24,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::error::{index, key, Fault, Located, Shape, Step};
+use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
+use super::json_path::{index, key, Step};
 use super::record::{is_component_name, is_schema_name};
 
 /// The `format` member of a schema file.

@@ -1,6 +1,7 @@
-//! Graph duplication of record entities and of placements (seed 000 stage 4), as pure
-//! transactions: the input is borrowed, the output is a whole new record (or placement list),
-//! and any failure returns an error and no output at all.
+//! Copies inside durable content: graph duplication of a record's entities (fresh source ids)
+//! and of placements (fresh instance ids), as pure transactions: the input is borrowed, the
+//! output is a whole new record (or placement list), and any failure returns an error and no
+//! output at all.
 //!
 //! [`duplicate_entities`]: validate the record (its rules, the schema naming every component
 //! and every entity-typed property holding a string), validate the selection (every UUID in

@@ -1,0 +1,87 @@
+//! Restore of a level file into a world: [`restore_level`] stages a [`LevelFile`] with the
+//! World-record engine ([`Plan`]), parents included, and applies it all or nothing.
+
+use std::path::Path;
+
+use super::error::{Fault, Located};
+use super::json_path::key;
+use super::level::{entity_path, LevelFile};
+use super::mapping::{component_index, RecordList};
+use super::plan::Plan;
+use super::restore::{apply_plan, unresolved, Restored};
+use super::restore_error::{RestoreError, RestoreErrorKind};
+use crate::durable::DurableOps;
+use crate::identity::InstanceId;
+
+/// Restores a level into `world`: one entity per level entity with its components, name and
+/// parent (children in file order, forward parents included); with `instance`, each entity is
+/// also bound under `PersistentObjectKey(instance, uuid)`, which needs version-4 UUIDs.
+/// All or nothing, as [`restore_world`](super::restore_world).
+///
+/// # Errors
+/// [`RestoreError`]: `Level` for a broken level rule (a parent not in the file, a cycle),
+/// else as [`restore_world`](super::restore_world), plus `Unbindable` for a binding asked of
+/// a UUID that is not version 4; the world is unchanged.
+pub fn restore_level<W: DurableOps>(
+    level: &LevelFile,
+    instance: Option<InstanceId>,
+    world: &mut W,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    level.check().map_err(Fault::convert)?;
+    let mut plan = Plan::new::<W>(level.entities.len());
+    for e in &level.entities {
+        plan.push_entity(e.uuid, &e.name);
+    }
+    // Unique by `check`.
+    let unique = plan.seal();
+    debug_assert!(unique);
+    for (i, e) in level.entities.iter().enumerate() {
+        plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p));
+        for (name, props) in &e.components {
+            let at = key(&key(&entity_path(i), "components"), name);
+            let Some(k) = component_index::<W>(name) else {
+                return Err(Fault::new(
+                    RestoreErrorKind::UnknownComponent { name: name.clone() },
+                    &at,
+                ));
+            };
+            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+                .map_err(|message| {
+                    Fault::new(
+                        RestoreErrorKind::Component {
+                            component: name.clone(),
+                            message,
+                        },
+                        &at,
+                    )
+                })?;
+        }
+    }
+    plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
+    apply_plan(&plan, world, instance, None)
+}
+
+/// [`restore_level`] from the bytes of a level file, every rejection located in them.
+///
+/// # Errors
+/// [`Located`] [`RestoreErrorKind`]; the world is unchanged.
+pub fn restore_level_from_slice<W: DurableOps>(
+    file: &Path,
+    bytes: &[u8],
+    instance: Option<InstanceId>,
+    world: &mut W,
+) -> Result<Restored, Located<RestoreErrorKind>>
+where
+    W::Components: RecordList,
+{
+    let level = LevelFile::from_slice(file, bytes).map_err(|e| Located {
+        file: e.file,
+        line: e.line,
+        column: e.column,
+        kind: RestoreErrorKind::Level(e.kind),
+    })?;
+    restore_level(&level, instance, world).map_err(|f| f.locate(file, bytes))
+}
