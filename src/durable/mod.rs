@@ -4,7 +4,7 @@
 //! all-or-nothing transactions, and checkpoints with a canonical digest.
 //!
 //! This layer sits on top of the world: it names the world's public operations and
-//! implements the core's destroy hook, and nothing in [`world`](crate::world) names it.
+//! implements the core's destroy hook, and nothing in [`world`](mod@crate::world) names it.
 //! See `docs/durable.md` and `docs/persistent.md`.
 
 pub(crate) mod binding;

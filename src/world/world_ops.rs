@@ -220,7 +220,7 @@ pub trait WorldOps: Roster {
     ///
     /// # Errors
     /// [`WorldError::LengthMismatch`] when `out` is shorter than the iterator's reported
-    /// length, then as [`spawn_batch`](Self::spawn_batch); nothing changes and `out` is
+    /// length (to append to a `Vec`, use [`spawn_batch_extend`](Self::spawn_batch_extend)), then as [`spawn_batch`](Self::spawn_batch); nothing changes and `out` is
     /// untouched.
     fn spawn_batch_into<B, I>(
         &mut self,
@@ -233,6 +233,31 @@ pub trait WorldOps: Roster {
         I::IntoIter: ExactSizeIterator,
     {
         spawn::spawn_batch(self, bundles, Some(out))
+    }
+
+    /// [`spawn_batch`](Self::spawn_batch), appending the handles it creates to `out`, in
+    /// bundle order. The world allocates nothing; `out` grows by the iterator's reported
+    /// length (it may allocate) and is cut back to what was spawned.
+    ///
+    /// # Errors
+    /// As [`spawn_batch`](Self::spawn_batch); nothing changes and `out` is as it was (its
+    /// capacity aside).
+    fn spawn_batch_extend<B, I>(
+        &mut self,
+        bundles: I,
+        out: &mut Vec<EntityId>,
+    ) -> Result<usize, WorldError>
+    where
+        B: Bundle<Self>,
+        I: IntoIterator<Item = B>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let bundles = bundles.into_iter();
+        let start = out.len();
+        out.resize(start + bundles.len(), EntityId::NULL);
+        let spawned = spawn::spawn_batch(self, bundles, Some(&mut out[start..]));
+        out.truncate(start + *spawned.as_ref().unwrap_or(&0));
+        spawned
     }
 
     /// Gives `entity` a component value (replacing a previous one).
@@ -383,7 +408,7 @@ pub trait WorldOps: Roster {
 
     /// Several pools at once, by type: `world.pools_mut::<(&mut Position, &Velocity)>()`
     /// returns `(&mut ComponentPool<Position>, &ComponentPool<Velocity>)`, ready for
-    /// [`join`](crate::world::query::join). Compiles to field accesses.
+    /// [`join`](fn@crate::world::join). Compiles to field accesses.
     ///
     /// # Panics
     /// When the query names a component type twice.
@@ -479,7 +504,7 @@ pub trait WorldOps: Roster {
     /// Checks every cluster's runs against its pools' membership (O(n × pools); allocates):
     /// in each set of pools sharing a cluster stamp, each pool's runs partition its entries in
     /// ascending signature order and every entry's run has its entity's signature among the
-    /// set; for tests and debugging (see [`cluster`](crate::world::query::cluster)).
+    /// set; for tests and debugging (see [`cluster`](fn@crate::world::cluster)).
     fn check_clusters(&self) -> bool {
         crate::world::query::cluster::clusters_exact::<Self::Components, Self::Alloc, _>(
             self.parts_ref().1,
@@ -522,6 +547,26 @@ mod tests {
         (0..4u32)
             .map(|i| w.spawn((i, u64::from(i), i as u16)).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn spawn_batch_extend_appends_to_a_vec_and_leaves_it_as_it_was_on_failure() {
+        let mut w = Pair::try_new(4).unwrap();
+        let mut out = Vec::with_capacity(8);
+        let first = w.spawn((9u32, 9u64, 9u16)).unwrap();
+        out.push(first);
+        let bundles = (0..2u32).map(|i| (i, u64::from(i), i as u16));
+        assert_eq!(w.spawn_batch_extend(bundles, &mut out), Ok(2));
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0], first);
+        for (i, &e) in out[1..].iter().enumerate() {
+            assert_eq!(w.get::<u32>(e), Some(&(i as u32)));
+        }
+        // Two more do not fit in the last free slot: nothing spawns, `out` is unchanged.
+        let before = out.clone();
+        let bundles = (0..2u32).map(|i| (i, u64::from(i), i as u16));
+        assert!(w.spawn_batch_extend(bundles, &mut out).is_err());
+        assert_eq!((out, w.registry.len()), (before, 3));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The columns of a join: pool borrows as required (`&pool`, `&mut pool`), optional
-//! ([`opt`]) or excluded ([`without`]) columns. The join itself is in [`join`](crate::world::query::join).
+//! ([`opt`]) or excluded ([`without`]) columns. The join itself is in [`join`](fn@crate::world::join).
 
 use core::marker::PhantomData;
 

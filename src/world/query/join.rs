@@ -12,7 +12,7 @@
 //! - **Driver**: the smallest required pool is walked in dense order and every other pool is
 //!   probed by key. Chosen when that pool is small beside the slot range the bits would scan.
 //! - **Runs**: every column is required and all pools were clustered together and unchanged
-//!   since ([`cluster`](crate::world::query::cluster)): each pool holds its entities in runs of one
+//!   since ([`cluster`](fn@crate::world::cluster)): each pool holds its entities in runs of one
 //!   signature, and the join zips the runs whose signature holds every column (an archetype
 //!   table's walk). Checked when built: each column's runs disjoint and within its rows, and
 //!   every visited run present with the same length in every column.
@@ -64,7 +64,7 @@ pub enum JoinPlan {
     Bits,
     /// The smallest required pool walked in dense order, the others probed.
     Driver,
-    /// Pools clustered together ([`cluster`](crate::world::query::cluster)): the runs of the signatures
+    /// Pools clustered together ([`cluster`](fn@crate::world::cluster)): the runs of the signatures
     /// holding every column, each a zip of slices.
     Runs,
 }

@@ -160,7 +160,7 @@ pub struct Index<'p> {
     pub(crate) runs: &'p [Run],
 }
 
-/// Most pools clustered together ([`cluster`](crate::world::query::cluster)): a run's signature is a set
+/// Most pools clustered together ([`cluster`](fn@crate::world::cluster)): a run's signature is a set
 /// of them.
 pub(crate) const MAX_CLUSTER: usize = 6;
 

@@ -24,7 +24,7 @@ use crate::world::store::reserve;
 /// insertion order, changed only by swap removal (the last element moves into the hole), by
 /// large removal batches (which compact, keeping the survivors' order), by owned groups
 /// (which swap members to the front), by [`sort_by_slot`](Self::sort_by_slot) and
-/// [`cluster`](crate::world::query::cluster), and by a commit's in-place `respawn` (the replacement takes
+/// [`cluster`](fn@crate::world::cluster), and by a commit's in-place `respawn` (the replacement takes
 /// the old entity's row, where both have the pool's type, instead of being appended).
 ///
 /// A pool answers for the entries it holds: `get` validates a handle against the stored key
@@ -93,7 +93,7 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     /// registry (the release invariant), so two such pools holding a slot hold the same
     /// generation there.
     live: bool,
-    /// *Cluster stamp* ([`cluster`](crate::world::query::cluster)): 0, or a stamp that only pools
+    /// *Cluster stamp* ([`cluster`](fn@crate::world::cluster)): 0, or a stamp that only pools
     /// clustered together share while none of them changed its keys since but by an in-place
     /// respawn (a row re-keyed where it stands: [`replace_key`](Self::replace_key)); reset
     /// with the layout stamp by [`dense_mut`](Self::dense_mut). Then `runs[..run_count]`
@@ -259,7 +259,7 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
 
     /// Sorts the entries by signature (`own` plus the bits of the `others` pools holding the
     /// entity), then slot, and records the runs under the cluster `stamp` (see
-    /// [`cluster`](crate::world::query::cluster), which checked the pools). At most `MAX_CLUSTER - 1`
+    /// [`cluster`](fn@crate::world::cluster), which checked the pools). At most `MAX_CLUSTER - 1`
     /// others.
     pub(crate) fn sort_by_signature(&mut self, own: u32, others: &[(u32, &[u64])], stamp: u64) {
         let mut runs = [Run::EMPTY; MAX_RUNS];
