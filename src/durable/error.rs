@@ -8,8 +8,10 @@ use crate::world::store::error::WorldError;
 /// Failure of a durable operation; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DurableError {
-    /// The world was made without durable tables (`try_new`, not `try_new_durable`).
-    #[error("world has no durable tables (make it with try_new_durable)")]
+    /// The world's durable tables lack what the operation needs: a world of no capacity has
+    /// no tables, and one made with `DurableConfig::stable_ids` off has no stable ids. (A
+    /// plain world has no durable operations at all: they are methods of durable worlds.)
+    #[error("the world's durable tables lack what this operation needs (no capacity, or stable ids off in DurableConfig)")]
     Disabled,
     /// A structural or handle check failed (phase, liveness, capacity, budgets, protection,
     /// a foreign durable part).

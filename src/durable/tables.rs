@@ -1,9 +1,10 @@
-//! [`Durable`]: the durable-identity part of a world — its [`WorldBindingTable`] and its
-//! [`Hierarchy`] (names, parents, ordered children, protection) — and the world's entity-typed
-//! component fields ([`EntityRefs`]).
+//! [`Durable`]: the durable-identity tables of a world — its [`WorldBindingTable`] and its
+//! [`Hierarchy`] (names, parents, ordered children, protection) — the [`DurableRoster`] that a
+//! world declared `durable` implements, and the world's entity-typed component fields
+//! ([`EntityRefs`]).
 //!
-//! A world made with `try_new` has a disabled part (no memory, one branch per destroy); one made
-//! with `try_new_durable` sizes both tables once from its capacity. Every destroy of the world
+//! A durable world's `try_new_durable` sizes every table once from its capacity. The tables are
+//! the world's [`EntityHooks`]: every destroy of the world
 //! (direct, by a commit, by an unload) detaches the entity here before its slot is released:
 //! its binding is removed (so the key resolves `Missing`, and a recycled slot never inherits
 //! it), its children are reparented by the world's [`OrphanPolicy`], its name is dropped.
@@ -153,7 +154,7 @@ impl<A: Allocator + Clone> Durable<A> {
         self.owner
     }
 
-    /// Whether the world was made with durable tables (`try_new_durable`).
+    /// Whether the tables have room for any entity (false only for a world of no capacity).
     #[inline(always)]
     pub fn is_enabled(&self) -> bool {
         self.hierarchy.slots() != 0

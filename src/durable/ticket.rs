@@ -40,8 +40,8 @@ pub enum StaleCompletion {
         /// The entity's revision now.
         current: u64,
     },
-    /// The world has no durable tables.
-    #[error("world has no durable tables")]
+    /// The world's durable tables are empty (a world of no capacity) or not its registry's.
+    #[error("the world's durable tables are empty or not its registry's")]
     Disabled,
 }
 
