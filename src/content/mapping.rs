@@ -50,6 +50,12 @@ use crate::world::{ComponentList, EntityId, Roster};
 
 /// A component that World records carry: plain data with a serde form (its properties).
 /// Implemented for every such type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be saved in a World record: it needs serde's Serialize and Deserialize",
+    note = "derive Serialize and Deserialize; an `EntityId` field takes \
+            `#[serde(with = \"ludus::content::entity_ref\")]`, and its component type goes in the \
+            world's `durable {{ entity_refs {{ .. }} }}` clause"
+)]
 pub trait RecordComponent: Pod + Serialize + DeserializeOwned {}
 
 impl<T: Pod + Serialize + DeserializeOwned> RecordComponent for T {}
