@@ -33,8 +33,8 @@ use std::time::Instant;
 use crate::sync::process;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 
-use super::counters::MemoryUsage;
 use super::domain::AllocationDomain;
+use super::usage::MemoryUsage;
 
 /// Why a capture's history is incomplete. Bits are sticky for the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

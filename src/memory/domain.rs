@@ -8,9 +8,11 @@
 use core::ptr::NonNull;
 
 use super::backend::Backend;
-use super::counters::{CounterMode, DomainCounters, MemoryUsage};
+use super::charge::Charge;
+use super::counters::DomainCounters;
 use super::layout::{AllocationLayout, LayoutError};
 use super::tag::{domain_tag, DomainName, RegisterError};
+use super::usage::{CounterMode, MemoryUsage};
 
 /// The backend refused a nonzero request. Nothing changed except the `failures` counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -37,30 +39,6 @@ pub enum ResizeError {
         /// The old size that should have been zero.
         old_size: usize,
     },
-}
-
-/// Where a byte-API call charges a success: the domain's counters (through the calling
-/// thread's slot in sharded mode), or a [`BoundDomain`](super::BoundDomain)'s own shard.
-/// Refusals always count in the domain's `failures`.
-pub(crate) trait Charge: Copy {
-    fn on_allocate(self, size: usize);
-    fn on_free(self, size: usize);
-    fn on_resize(self, old: usize, new: usize);
-}
-
-impl Charge for &DomainCounters {
-    #[inline(always)]
-    fn on_allocate(self, size: usize) {
-        DomainCounters::on_allocate(self, size);
-    }
-    #[inline(always)]
-    fn on_free(self, size: usize) {
-        DomainCounters::on_free(self, size);
-    }
-    #[inline(always)]
-    fn on_resize(self, old: usize, new: usize) {
-        DomainCounters::on_resize(self, old, new);
-    }
 }
 
 /// Which allocator runtime frees a block and which budget its bytes count against.

@@ -31,6 +31,7 @@ mod backend;
 mod bound;
 #[cfg(feature = "capture")]
 mod capture;
+mod charge;
 mod counters;
 mod domain;
 #[cfg(feature = "test-hooks")]
@@ -46,6 +47,7 @@ mod registry;
 mod scope;
 mod shards;
 mod tag;
+mod usage;
 
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
@@ -56,7 +58,7 @@ pub use capture::{
     ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,
     EventKind, LifetimeId, ReconcileError,
 };
-pub use counters::{CounterMode, DomainCounters, MemoryUsage};
+pub use counters::DomainCounters;
 pub use domain::{AllocFailed, AllocationDomain, ResizeError};
 #[cfg(feature = "test-hooks")]
 pub use failure::FailureInjector;
@@ -72,3 +74,4 @@ pub use shards::THREAD_SLOTS;
 #[cfg(loom)]
 pub use shards::{SlotLease, ThreadSlots};
 pub use tag::{domain_tag, RegisterError, MAX_NAME_LEN};
+pub use usage::{CounterMode, MemoryUsage};
