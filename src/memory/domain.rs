@@ -195,7 +195,7 @@ impl AllocationDomain {
                 charge.on_allocate(layout.size());
                 #[cfg(feature = "capture")]
                 if let Some(c) = self.observer.get() {
-                    c.on_allocate(self, p.as_ptr().addr(), layout.size(), layout.align());
+                    c.on_allocate(self.tag, p.as_ptr().addr(), layout.size(), layout.align());
                 }
                 Ok(Some(p))
             }
@@ -246,7 +246,7 @@ impl AllocationDomain {
         // The capture drops the block's entry before the backend may hand the address out again.
         #[cfg(feature = "capture")]
         if let Some(c) = self.observer.get() {
-            c.on_free(self, p.as_ptr().addr(), layout.size(), layout.align());
+            c.on_free(self.tag, p.as_ptr().addr(), layout.size(), layout.align());
         }
         charge.on_free(layout.size());
         // SAFETY: `p`/`layout` came from this domain's backend and are dead (caller contract).
@@ -333,7 +333,7 @@ impl AllocationDomain {
                 #[cfg(feature = "capture")]
                 if let Some((c, seq)) = capture {
                     let q = q.as_ptr().addr();
-                    c.on_resize(self, seq, q, old.size(), new_size, old.align());
+                    c.on_resize(self.tag, seq, q, old.size(), new_size, old.align());
                 }
                 *ptr = Some(q);
                 Ok(())
