@@ -23,7 +23,8 @@ use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use super::domain::{AllocFailed, AllocationDomain, ResizeError};
+use super::byte_api::{AllocFailed, ResizeError};
+use super::domain::AllocationDomain;
 use super::layout::AllocationLayout;
 use super::shards::{ShardWriter, SlotLease, ThreadSlots};
 use super::usage::MemoryUsage;

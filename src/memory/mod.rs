@@ -29,6 +29,7 @@ mod adapter;
 mod arena;
 mod backend;
 mod bound;
+mod byte_api;
 #[cfg(feature = "capture")]
 mod capture;
 mod charge;
@@ -53,13 +54,14 @@ pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
 pub use bound::{BindError, BoundDomain};
+pub use byte_api::{AllocFailed, ResizeError};
 #[cfg(feature = "capture")]
 pub use capture::{
     ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,
     EventKind, LifetimeId, ReconcileError,
 };
 pub use counters::DomainCounters;
-pub use domain::{AllocFailed, AllocationDomain, ResizeError};
+pub use domain::AllocationDomain;
 #[cfg(feature = "test-hooks")]
 pub use failure::FailureInjector;
 #[cfg(not(loom))]
