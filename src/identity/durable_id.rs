@@ -12,20 +12,91 @@
 
 use core::fmt;
 use core::hash::{Hash, Hasher};
+use core::marker::PhantomData;
 use core::str::FromStr;
 
+use bytemuck::{Pod, Zeroable};
 use uuid::Uuid;
 
 use super::entropy::{EntropyError, EntropySource};
 use super::mint::{mint_unique, mint_v4, MintError};
 use super::uuid_codec::{format_uuid, parse_uuid, UuidError, UuidPolicy, UUID_TEXT_LEN};
 
+/// The 16 canonical bytes every kind wraps: ordered and compared as bytes, hashed as one
+/// `u128`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Pod, Zeroable)]
+#[repr(transparent)]
+struct Canonical([u8; 16]);
+
+impl Hash for Canonical {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u128(u128::from_ne_bytes(self.0));
+    }
+}
+
+/// A durable id kind: `Pod` over its [`Canonical`] bytes, so the code every kind shares converts
+/// with bytemuck.
+trait Kind: Pod {}
+
+/// Wraps a UUID that passed the [`UuidPolicy::DurableV4`] check.
+#[inline]
+fn wrap<T: Kind>(uuid: Uuid) -> T {
+    bytemuck::cast(uuid.into_bytes())
+}
+
+/// A fresh id of kind `T` from `source`.
+#[inline]
+fn mint_kind<T: Kind, S: EntropySource + ?Sized>(source: &mut S) -> Result<T, EntropyError> {
+    mint_v4(source).map(wrap)
+}
+
+/// An id of kind `T` that `is_taken` reports free (see [`mint_unique`]).
+fn mint_unique_kind<T, S, F>(source: &mut S, mut is_taken: F) -> Result<T, MintError>
+where
+    T: Kind,
+    S: EntropySource + ?Sized,
+    F: FnMut(&T) -> bool,
+{
+    mint_unique(source, |uuid| is_taken(&wrap(*uuid))).map(wrap)
+}
+
+/// Parses canonical text under [`UuidPolicy::DurableV4`].
+#[inline]
+fn parse_kind<T: Kind>(text: &str) -> Result<T, UuidError> {
+    parse_uuid(text.as_bytes(), UuidPolicy::DurableV4).map(wrap)
+}
+
+/// Hands `id`'s lowercase canonical text to `f`.
+fn with_text<T: Kind, R>(id: &T, f: impl FnOnce(&str) -> R) -> R {
+    let uuid = Uuid::from_bytes(bytemuck::cast(*id));
+    let mut buf = [0u8; UUID_TEXT_LEN];
+    f(format_uuid(&uuid, &mut buf))
+}
+
+/// Reads an id of kind `T` from its canonical text.
+fn deserialize_kind<'de, T: Kind, D: serde::Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+    struct Text<T>(PhantomData<T>);
+    impl<T: Kind> serde::de::Visitor<'_> for Text<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a canonical version-4 UUID string (hex digits in either case)")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+            parse_kind(v).map_err(E::custom)
+        }
+    }
+    d.deserialize_str(Text(PhantomData))
+}
+
 macro_rules! durable_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, bytemuck::Pod, bytemuck::Zeroable)]
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Pod, Zeroable)]
         #[repr(transparent)]
-        pub struct $name([u8; 16]);
+        pub struct $name(Canonical);
+
+        impl Kind for $name {}
 
         impl $name {
             /// Wraps `uuid` after checking it under [`UuidPolicy::DurableV4`] (rejects nil).
@@ -35,7 +106,7 @@ macro_rules! durable_id {
             #[inline]
             pub const fn from_uuid(uuid: Uuid) -> Result<Self, UuidError> {
                 match UuidPolicy::DurableV4.check(uuid) {
-                    Ok(uuid) => Ok(Self(uuid.into_bytes())),
+                    Ok(uuid) => Ok(Self(Canonical(uuid.into_bytes()))),
                     Err(e) => Err(e),
                 }
             }
@@ -43,13 +114,13 @@ macro_rules! durable_id {
             /// The UUID value, for serialization boundaries.
             #[inline]
             pub const fn as_uuid(&self) -> Uuid {
-                Uuid::from_bytes(self.0)
+                Uuid::from_bytes(self.0 .0)
             }
 
             /// The 16 canonical bytes.
             #[inline]
             pub const fn as_bytes(&self) -> &[u8; 16] {
-                &self.0
+                &self.0 .0
             }
 
             /// Mints a fresh id from `source`.
@@ -58,7 +129,7 @@ macro_rules! durable_id {
             /// [`EntropyError`] if the source fails; nothing is minted.
             #[inline]
             pub fn mint<S: EntropySource + ?Sized>(source: &mut S) -> Result<Self, EntropyError> {
-                mint_v4(source).map(|uuid| Self(uuid.into_bytes()))
+                mint_kind(source)
             }
 
             /// Mints an id that `is_taken` reports free, trying at most
@@ -67,28 +138,19 @@ macro_rules! durable_id {
             /// # Errors
             /// [`MintError::Entropy`] if the source fails, [`MintError::Conflict`] if every
             /// candidate was taken.
-            pub fn mint_unique<S, F>(source: &mut S, mut is_taken: F) -> Result<Self, MintError>
+            pub fn mint_unique<S, F>(source: &mut S, is_taken: F) -> Result<Self, MintError>
             where
                 S: EntropySource + ?Sized,
                 F: FnMut(&Self) -> bool,
             {
-                mint_unique(source, |uuid| is_taken(&Self(uuid.into_bytes())))
-                    .map(|uuid| Self(uuid.into_bytes()))
-            }
-        }
-
-        impl Hash for $name {
-            #[inline]
-            fn hash<H: Hasher>(&self, state: &mut H) {
-                state.write_u128(u128::from_ne_bytes(self.0));
+                mint_unique_kind(source, is_taken)
             }
         }
 
         impl fmt::Display for $name {
             /// Lowercase canonical text.
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let mut buf = [0u8; UUID_TEXT_LEN];
-                f.pad(format_uuid(&self.as_uuid(), &mut buf))
+                with_text(self, |text| f.pad(text))
             }
         }
 
@@ -104,30 +166,19 @@ macro_rules! durable_id {
             /// Parses canonical text under [`UuidPolicy::DurableV4`].
             #[inline]
             fn from_str(text: &str) -> Result<Self, UuidError> {
-                parse_uuid(text.as_bytes(), UuidPolicy::DurableV4).map(|u| Self(u.into_bytes()))
+                parse_kind(text)
             }
         }
 
         impl serde::Serialize for $name {
             fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
-                let mut buf = [0u8; UUID_TEXT_LEN];
-                s.serialize_str(format_uuid(&self.as_uuid(), &mut buf))
+                with_text(self, |text| s.serialize_str(text))
             }
         }
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct Text;
-                impl serde::de::Visitor<'_> for Text {
-                    type Value = $name;
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str("a canonical version-4 UUID string (hex digits in either case)")
-                    }
-                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
-                        v.parse().map_err(E::custom)
-                    }
-                }
-                d.deserialize_str(Text)
+                deserialize_kind(d)
             }
         }
     };

@@ -11,7 +11,8 @@ use allocator_api2::alloc::{AllocError, Allocator};
 use allocator_api2::boxed::Box;
 
 use super::bound::BoundDomain;
-use super::domain::{AllocFailed, AllocationDomain, ResizeError};
+use super::byte_api::{AllocFailed, ResizeError};
+use super::domain::AllocationDomain;
 use super::layout::AllocationLayout;
 
 /// A copyable handle to a process-lifetime domain, usable as an `allocator_api2` allocator.

@@ -31,7 +31,6 @@ use core::ptr::NonNull;
 use bytemuck::{Pod, Zeroable};
 
 use super::layout::{AllocationLayout, LayoutError};
-use super::scope::ScratchScope;
 
 /// Why an arena request was refused. The cursor is unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -153,13 +152,6 @@ impl<'buf> LinearArena<'buf> {
     pub fn reset(&mut self) {
         // SAFETY: allocations borrow the arena, so `&mut self` proves none is alive.
         unsafe { self.rewind(0) };
-    }
-
-    /// Runs `f` with a [`ScratchScope`] whose allocations are rewound when `f` returns (or
-    /// unwinds). The scope's allocations cannot escape `f`.
-    pub fn scope<R>(&mut self, f: impl for<'s> FnOnce(&mut ScratchScope<'s>) -> R) -> R {
-        let mut s = ScratchScope::open(self);
-        f(&mut s)
     }
 
     /// The bump step: reserves `layout` after aligning the real address.

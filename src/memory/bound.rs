@@ -23,10 +23,11 @@ use core::cell::Cell;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use super::counters::MemoryUsage;
-use super::domain::{AllocFailed, AllocationDomain, ResizeError};
+use super::byte_api::{AllocFailed, ResizeError};
+use super::domain::AllocationDomain;
 use super::layout::AllocationLayout;
 use super::shards::{ShardWriter, SlotLease, ThreadSlots};
+use super::usage::MemoryUsage;
 
 /// A handle to an [`AllocationDomain`] that holds one counter shard of its own while it lives.
 ///
@@ -176,7 +177,7 @@ impl<'d> BoundDomain<'d> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::memory::domain::Charge as _;
+    use crate::memory::charge::Charge as _;
     use crate::memory::{Backend, CounterMode, THREAD_SLOTS};
 
     fn domain(mode: CounterMode) -> AllocationDomain {

@@ -5,8 +5,8 @@
 
 use core::fmt::Write;
 
-use super::counters::CounterMode;
 use super::domain::AllocationDomain;
+use super::usage::CounterMode;
 
 /// Appends one domain's JSON object to `out`. Names are `[A-Za-z0-9_.:/-]`, so no escaping.
 pub fn write_domain_json(out: &mut String, d: &AllocationDomain) {

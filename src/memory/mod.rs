@@ -29,8 +29,10 @@ mod adapter;
 mod arena;
 mod backend;
 mod bound;
+mod byte_api;
 #[cfg(feature = "capture")]
 mod capture;
+mod charge;
 mod counters;
 mod domain;
 #[cfg(feature = "test-hooks")]
@@ -46,18 +48,20 @@ mod registry;
 mod scope;
 mod shards;
 mod tag;
+mod usage;
 
 pub use adapter::DomainAllocator;
 pub use arena::{ArenaError, LinearArena, POISON};
 pub use backend::Backend;
 pub use bound::{BindError, BoundDomain};
+pub use byte_api::{AllocFailed, ResizeError};
 #[cfg(feature = "capture")]
 pub use capture::{
     ActivityCapture, CaptureError, CaptureEvent, CaptureReport, CaptureSession, CoverageLoss,
     EventKind, LifetimeId, ReconcileError,
 };
-pub use counters::{CounterMode, DomainCounters, MemoryUsage};
-pub use domain::{AllocFailed, AllocationDomain, ResizeError};
+pub use counters::DomainCounters;
+pub use domain::AllocationDomain;
 #[cfg(feature = "test-hooks")]
 pub use failure::FailureInjector;
 #[cfg(not(loom))]
@@ -72,3 +76,4 @@ pub use shards::THREAD_SLOTS;
 #[cfg(loom)]
 pub use shards::{SlotLease, ThreadSlots};
 pub use tag::{domain_tag, RegisterError, MAX_NAME_LEN};
+pub use usage::{CounterMode, MemoryUsage};

@@ -15,9 +15,9 @@ use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 
 use super::backend::Backend;
-use super::counters::CounterMode;
 use super::domain::AllocationDomain;
 use super::tag::{domain_tag, DomainName, RegisterError};
+use super::usage::CounterMode;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// Name of the built-in domain.

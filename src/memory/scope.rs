@@ -44,6 +44,15 @@ pub struct ScratchScope<'s> {
     _brand: PhantomData<fn(&'s ()) -> &'s ()>,
 }
 
+impl LinearArena<'_> {
+    /// Runs `f` with a [`ScratchScope`] whose allocations are rewound when `f` returns (or
+    /// unwinds). The scope's allocations cannot escape `f`.
+    pub fn scope<R>(&mut self, f: impl for<'s> FnOnce(&mut ScratchScope<'s>) -> R) -> R {
+        let mut s = ScratchScope::open(self);
+        f(&mut s)
+    }
+}
+
 impl<'s> ScratchScope<'s> {
     /// Opens a scope at the arena's current cursor. The caller holds the exclusive borrow.
     pub(crate) fn open(arena: &'s LinearArena<'s>) -> Self {

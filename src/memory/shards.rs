@@ -31,8 +31,8 @@
 //! peak is never above it; it overstates the peak when blocks are freed on other threads than
 //! their allocator's (a producer's shard only ever rises).
 
-use super::counters::MemoryUsage;
-use super::domain::Charge;
+use super::charge::Charge;
+use super::usage::{CounterMode, MemoryUsage};
 use crate::sync::{AtomicBool, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
 /// Thread slots, and so shards per domain. Threads beyond it share one RMW shard.
@@ -459,7 +459,7 @@ impl ShardedCounters {
             reallocations: sat(reallocations),
             failures: self.failures.load(Relaxed),
             valid: true,
-            mode: super::counters::CounterMode::Sharded,
+            mode: CounterMode::Sharded,
         };
         u.valid = !self.invalid.load(Relaxed);
         u

@@ -4,6 +4,8 @@
 //! never allocates. Its tag is the 32-bit FNV-1a hash of those bytes: stable across builds and
 //! processes, and always validated against the full name (two names may share a tag).
 
+use super::usage::CounterMode;
+
 /// Longest accepted domain name, in bytes.
 pub const MAX_NAME_LEN: usize = 40;
 
@@ -37,7 +39,7 @@ pub enum RegisterError {
     #[error("domain is registered with {registered:?} counters")]
     ModeMismatch {
         /// The mode it holds.
-        registered: crate::memory::CounterMode,
+        registered: CounterMode,
     },
     /// Every registry slot is taken.
     #[error("domain registry is full ({capacity} named domains)")]

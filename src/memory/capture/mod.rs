@@ -24,6 +24,11 @@
 //! Nothing here allocates, calls user code or does I/O on the hot path, so capture cannot
 //! recurse into itself; a capture that runs out of room stops recording and says so, and the
 //! domain counters never depend on it.
+//!
+//! This file holds the recorder the domains feed (event slots, live table, each domain's
+//! observer); `session.rs` holds the sessions over domains and their reports.
+
+mod session;
 
 use std::cell::Cell;
 use std::ops::DerefMut;
@@ -33,8 +38,7 @@ use std::time::Instant;
 use crate::sync::process;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 
-use super::counters::MemoryUsage;
-use super::domain::AllocationDomain;
+pub use session::{CaptureReport, CaptureSession, ReconcileError};
 
 /// Why a capture's history is incomplete. Bits are sticky for the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -186,7 +190,6 @@ pub struct ActivityCapture {
     in_session: AtomicBool,
 }
 
-static EPOCHS: process::AtomicU64 = process::AtomicU64::new(0);
 /// The process's time origin for capture timestamps.
 static ANCHOR: OnceLock<Instant> = OnceLock::new();
 
@@ -311,74 +314,6 @@ impl ActivityCapture {
         self.slots.len()
     }
 
-    /// Starts a session on `domains` at a quiescent boundary the caller owns (no thread inside
-    /// an operation of these domains until this returns). Resets the buffer, the live table
-    /// and the loss bits, records each domain's gauges as the baseline, then attaches.
-    ///
-    /// # Errors
-    /// [`CaptureError::Busy`] if a session runs; [`CaptureError::AlreadyAttached`] if a domain
-    /// has another capture (nothing is attached then); [`CaptureError::EpochsExhausted`].
-    pub fn begin(
-        &'static self,
-        domains: &[&'static AllocationDomain],
-    ) -> Result<CaptureSession, CaptureError> {
-        if self
-            .in_session
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            return Err(CaptureError::Busy);
-        }
-        let result = self.begin_locked(domains);
-        if result.is_err() {
-            self.in_session.store(false, Ordering::Release);
-        }
-        result
-    }
-
-    fn begin_locked(
-        &'static self,
-        domains: &[&'static AllocationDomain],
-    ) -> Result<CaptureSession, CaptureError> {
-        let epoch = EPOCHS
-            .fetch_update(
-                process::Ordering::Relaxed,
-                process::Ordering::Relaxed,
-                |e| e.checked_add(1),
-            )
-            .map_err(|_| CaptureError::EpochsExhausted)?
-            + 1;
-        {
-            let mut live = lock(&self.live);
-            live.table.fill(Entry::default());
-            live.len = 0;
-            live.next_seq = 1;
-        }
-        self.cursor.store(0, Ordering::Relaxed);
-        self.dropped.store(0, Ordering::Relaxed);
-        self.loss.store(0, Ordering::Relaxed);
-        self.epoch.store(epoch, Ordering::Relaxed);
-        self.start_ns.store(now_ns(), Ordering::Relaxed);
-        let baseline: Vec<_> = domains.iter().map(|d| d.usage()).collect();
-        for (i, d) in domains.iter().enumerate() {
-            if !d.attach(self) {
-                for d in &domains[..i] {
-                    d.detach(self);
-                }
-                return Err(CaptureError::AlreadyAttached {
-                    domain: d.name().to_owned(),
-                });
-            }
-        }
-        Ok(CaptureSession {
-            capture: self,
-            domains: domains.to_vec(),
-            baseline,
-            epoch,
-            open: true,
-        })
-    }
-
     fn lose(&self, bit: u32) {
         self.loss.fetch_or(bit, Ordering::Relaxed);
     }
@@ -392,7 +327,7 @@ impl ActivityCapture {
         &self,
         kind: EventKind,
         seq: u64,
-        d: &AllocationDomain,
+        tag: u32,
         address: usize,
         size: usize,
         old_size: usize,
@@ -412,7 +347,7 @@ impl ActivityCapture {
         let head = kind_bits
             | u64::from(align.trailing_zeros()) << 8
             | u64::from(seq != 0) << 16
-            | u64::from(d.tag()) << 32;
+            | u64::from(tag) << 32;
         slot.head.store(head, Ordering::Relaxed);
         slot.seq.store(seq, Ordering::Relaxed);
         slot.address.store(address as u64, Ordering::Relaxed);
@@ -424,9 +359,10 @@ impl ActivityCapture {
             .store(self.epoch.load(Ordering::Relaxed), Ordering::Release);
     }
 
-    /// Registers a new block (before its pointer is returned) and records it.
+    /// Registers a new block of the domain tagged `tag` (before its pointer is returned) and
+    /// records it.
     #[inline(never)] // keeps the domain's hot path small enough to inline
-    pub(crate) fn on_allocate(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
+    pub(crate) fn on_allocate(&self, tag: u32, addr: usize, size: usize, align: usize) {
         let seq = {
             let mut live = lock(&self.live);
             let seq = live.next_seq;
@@ -441,14 +377,15 @@ impl ActivityCapture {
                 0
             }
         };
-        self.emit(EventKind::Allocate, seq, d, addr, size, 0, align);
+        self.emit(EventKind::Allocate, seq, tag, addr, size, 0, align);
     }
 
-    /// Records a free: the entry leaves the table before the backend may reuse the address.
+    /// Records a free in the domain tagged `tag`: the entry leaves the table before the
+    /// backend may reuse the address.
     #[inline(never)] // keeps the domain's hot path small enough to inline
-    pub(crate) fn on_free(&self, d: &AllocationDomain, addr: usize, size: usize, align: usize) {
+    pub(crate) fn on_free(&self, tag: u32, addr: usize, size: usize, align: usize) {
         let seq = lock(&self.live).remove(addr).map_or(0, |e| e.seq);
-        self.emit(EventKind::Free, seq, d, addr, size, 0, align);
+        self.emit(EventKind::Free, seq, tag, addr, size, 0, align);
     }
 
     /// First half of a resize: takes the block's entry out of the table before the backend may
@@ -466,11 +403,12 @@ impl ActivityCapture {
     }
 
     /// Second half of a successful resize: the lifetime taken by [`take`](Self::take) (or its
-    /// unknown origin) moves to the new address, and the resize is recorded.
+    /// unknown origin) moves to the new address, and the resize is recorded for the domain
+    /// tagged `tag`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_resize(
         &self,
-        d: &AllocationDomain,
+        tag: u32,
         seq: u64,
         new_addr: usize,
         old_size: usize,
@@ -478,7 +416,7 @@ impl ActivityCapture {
         align: usize,
     ) {
         self.restore(new_addr, seq, size);
-        self.emit(EventKind::Resize, seq, d, new_addr, size, old_size, align);
+        self.emit(EventKind::Resize, seq, tag, new_addr, size, old_size, align);
     }
 
     /// The loss bits so far (visible while the session runs).
@@ -491,193 +429,6 @@ impl ActivityCapture {
 /// panic) would leave the data consistent, so poison is ignored.
 fn lock<T>(m: &Mutex<T>) -> impl DerefMut<Target = T> + '_ {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A running capture session; [`end`](Self::end) it at a quiescent boundary.
-#[derive(Debug)]
-pub struct CaptureSession {
-    capture: &'static ActivityCapture,
-    domains: Vec<&'static AllocationDomain>,
-    baseline: Vec<MemoryUsage>,
-    epoch: u64,
-    /// Until `end` or drop: the capture is this session's.
-    open: bool,
-}
-
-impl CaptureSession {
-    /// The session's epoch (the `epoch` of every [`LifetimeId`] it issues).
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    /// The loss bits so far.
-    pub fn loss(&self) -> CoverageLoss {
-        self.capture.loss()
-    }
-
-    /// Detaches from every domain, then drains the events. Call it at a quiescent boundary the
-    /// caller owns; an event slot still unwritten at the drain is reported as `IN_FLIGHT`.
-    pub fn end(mut self) -> CaptureReport {
-        let c = self.capture;
-        self.detach_all();
-        let claimed = c.cursor.load(Ordering::Relaxed).min(c.slots.len());
-        let mut events = Vec::with_capacity(claimed);
-        for slot in &c.slots[..claimed] {
-            if slot.ready.load(Ordering::Acquire) != self.epoch {
-                c.lose(CoverageLoss::IN_FLIGHT);
-                continue;
-            }
-            let head = slot.head.load(Ordering::Relaxed);
-            let seq = slot.seq.load(Ordering::Relaxed);
-            events.push(CaptureEvent {
-                kind: match head & 0xff {
-                    0 => EventKind::Allocate,
-                    1 => EventKind::Free,
-                    _ => EventKind::Resize,
-                },
-                lifetime: (head >> 16 & 1 == 1).then_some(LifetimeId {
-                    epoch: self.epoch,
-                    seq,
-                }),
-                domain: (head >> 32) as u32,
-                address: slot.address.load(Ordering::Relaxed) as usize,
-                size: slot.size.load(Ordering::Relaxed) as usize,
-                old_size: slot.old_size.load(Ordering::Relaxed) as usize,
-                align: 1 << ((head >> 8) & 0xff),
-                thread: slot.thread.load(Ordering::Relaxed),
-                time_ns: slot.time_ns.load(Ordering::Relaxed),
-            });
-        }
-        let live = lock(&c.live);
-        let mut still_live: Vec<_> = live
-            .table
-            .iter()
-            .filter(|e| e.addr != 0 && e.seq != 0)
-            .map(|e| {
-                let id = LifetimeId {
-                    epoch: self.epoch,
-                    seq: e.seq,
-                };
-                (id, e.size)
-            })
-            .collect();
-        drop(live);
-        still_live.sort_unstable();
-        let end = self.domains.iter().map(|d| d.usage()).collect();
-        let report = CaptureReport {
-            epoch: self.epoch,
-            domains: self.domains.iter().map(|d| d.tag()).collect(),
-            events,
-            dropped: c.dropped.load(Ordering::Relaxed),
-            loss: c.loss(),
-            baseline: core::mem::take(&mut self.baseline),
-            end,
-            still_live,
-        };
-        self.release();
-        report
-    }
-
-    fn detach_all(&self) {
-        for d in &self.domains {
-            d.detach(self.capture);
-        }
-    }
-
-    /// Lets the capture start another session (once, at `end` or drop).
-    fn release(&mut self) {
-        if core::mem::take(&mut self.open) {
-            self.capture.in_session.store(false, Ordering::Release);
-        }
-    }
-}
-
-impl Drop for CaptureSession {
-    /// A session dropped without [`end`](Self::end) detaches and discards its events.
-    fn drop(&mut self) {
-        self.detach_all();
-        self.release();
-    }
-}
-
-/// What a session saw, with the domains' gauges at both ends.
-#[derive(Debug, Clone)]
-pub struct CaptureReport {
-    /// The session's epoch.
-    pub epoch: u64,
-    /// Tags of the captured domains, in `begin` order.
-    pub domains: Vec<u32>,
-    /// Every stored event, in claim order.
-    pub events: Vec<CaptureEvent>,
-    /// Events that did not fit.
-    pub dropped: u64,
-    /// Why the history is incomplete, if it is.
-    pub loss: CoverageLoss,
-    /// Each domain's gauges at `begin`.
-    pub baseline: Vec<MemoryUsage>,
-    /// Each domain's gauges at `end`.
-    pub end: Vec<MemoryUsage>,
-    /// Session blocks still live at `end`, with their sizes, by lifetime.
-    pub still_live: Vec<(LifetimeId, usize)>,
-}
-
-/// A session whose events do not explain its domains' gauges.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReconcileError {
-    /// The history is incomplete: no reconciliation is claimed.
-    #[error("the capture lost coverage ({0:?}): nothing to reconcile against")]
-    Incomplete(CoverageLoss),
-    /// A domain's live bytes or blocks differ from baseline plus events.
-    #[error("domain {tag:#010x}: gauges say {gauge_bytes} B / {gauge_blocks} blocks live, baseline plus events say {event_bytes} B / {event_blocks}")]
-    Mismatch {
-        /// The domain.
-        tag: u32,
-        /// Live bytes at end, from the gauges.
-        gauge_bytes: i128,
-        /// Live blocks at end, from the gauges.
-        gauge_blocks: i128,
-        /// Baseline live bytes plus the events' net bytes.
-        event_bytes: i128,
-        /// Baseline live blocks plus the events' net blocks.
-        event_blocks: i128,
-    },
-}
-
-impl CaptureReport {
-    /// Checks, for each domain, that the gauges at `end` equal the baseline plus the events'
-    /// net bytes and blocks. Exact only for a complete history taken between two quiescent
-    /// boundaries with no other capture of the same domains.
-    ///
-    /// # Errors
-    /// [`ReconcileError::Incomplete`] after any loss; [`ReconcileError::Mismatch`].
-    pub fn reconcile(&self) -> Result<(), ReconcileError> {
-        if !self.loss.is_complete() {
-            return Err(ReconcileError::Incomplete(self.loss));
-        }
-        for (i, &tag) in self.domains.iter().enumerate() {
-            let (mut bytes, mut blocks) = (0i128, 0i128);
-            for e in self.events.iter().filter(|e| e.domain == tag) {
-                match e.kind {
-                    EventKind::Allocate => (bytes, blocks) = (bytes + e.size as i128, blocks + 1),
-                    EventKind::Free => (bytes, blocks) = (bytes - e.size as i128, blocks - 1),
-                    EventKind::Resize => bytes += e.size as i128 - e.old_size as i128,
-                }
-            }
-            let (b, end) = (&self.baseline[i], &self.end[i]);
-            let event_bytes = b.live_bytes as i128 + bytes;
-            let event_blocks = b.live_blocks as i128 + blocks;
-            if (end.live_bytes as i128, end.live_blocks as i128) != (event_bytes, event_blocks) {
-                return Err(ReconcileError::Mismatch {
-                    tag,
-                    gauge_bytes: end.live_bytes as i128,
-                    gauge_blocks: end.live_blocks as i128,
-                    event_bytes,
-                    event_blocks,
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
 /// A domain's observer: null, or a `&'static ActivityCapture`.
