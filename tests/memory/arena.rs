@@ -1,5 +1,8 @@
-//! `LinearArena` / `ScratchScope`: seed 001 §8 behaviour, plus a property test of random
-//! allocate / scope / reset sequences against a model of live ranges.
+//! `LinearArena` / `ScratchScope`: alignment from the real address (padding counted), an arena
+//! moved to another thread with its bytes, exhaustion that leaves the cursor where it was,
+//! zero-sized slices, scopes that rewind and nest (a panicking one too), byte views that are
+//! always initialized; and a property test of random allocate / scope / reset sequences against
+//! a model of live ranges.
 
 use ludus::memory::{AllocationLayout, ArenaError, LinearArena, ScratchScope};
 use proptest::prelude::*;
@@ -314,17 +317,8 @@ fn run_scope(s: &mut ScratchScope<'_>, ops: &mut std::slice::Iter<'_, Op>, m: &m
     m.rewind(mark, live_len);
 }
 
-/// Fewer cases under Miri, and no failure file (Miri's isolation forbids `getcwd`).
-fn config() -> ProptestConfig {
-    let mut c = ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 256 });
-    if cfg!(miri) {
-        c.failure_persistence = None;
-    }
-    c
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::proptest_config(256, 8))]
 
     #[test]
     fn random_sequences_match_the_model(ops in proptest::collection::vec(op(), 0..64), offset in 0usize..8, cap in 0usize..200) {

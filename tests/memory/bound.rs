@@ -3,16 +3,14 @@
 //! allocations, frees and resizes; threads bind, hand blocks to each other and exit; the
 //! allocator-api2 impl and refused requests go through the handle too.
 
-mod memory_common;
-
 use std::ptr::NonNull;
 use std::sync::mpsc;
 
+use crate::support::{domain, failing, keep};
 use allocator_api2::vec::Vec as AVec;
 use ludus::memory::{
     AllocationDomain, AllocationLayout, Backend, BindError, BoundDomain, CounterMode, MemoryUsage,
 };
-use memory_common::{domain, failing, keep};
 use proptest::prelude::*;
 
 /// Which door a call goes through.
@@ -126,17 +124,8 @@ impl Doors<'_> {
     }
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
-        // No regression files: Miri's isolation refuses the working-directory lookup.
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::proptest_config_unpersisted(256, 2))]
 
     #[test]
     fn handles_and_the_domain_charge_one_tally(ops in prop::collection::vec(op(), 1..80)) {

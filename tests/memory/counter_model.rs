@@ -1,40 +1,19 @@
-//! Adversarial review of the memory layer (session 34): allocator-api2 contract corners (zero
-//! sizes, huge sizes and alignments, alignment-changing resizes, `grow_zeroed`), threads and
-//! thread-local teardown, and a seeded random walk of allocations, frees, grows and shrinks
-//! through `DomainAllocator`, `BoundDomain`, `by_ref` and a handle that alternates between the
-//! two, with injected backend failures, checked field by field against a model of the counters
-//! after every step (12 seeds × 5 000 steps per variant; 1 × 150 under Miri).
+//! A domain's counters against a model: a seeded random walk of allocations, frees, grows and
+//! shrinks (zeroed or not, at the same or another alignment) through `DomainAllocator`,
+//! `BoundDomain`, `by_ref` and a handle that alternates between the two, with injected backend
+//! failures, checked field by field after every step (12 seeds × 5 000 steps per variant; 1 ×
+//! 150 under Miri), block contents verified throughout; and threads sharing one allocator or
+//! moving bound containers between them, reconciling exactly at the end.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use allocator_api2::alloc::Allocator;
 use ludus::memory::{
-    AllocationDomain, AllocationLayout, Backend, CounterMode, DomainAllocator, FailureInjector,
-    MemoryUsage,
+    AllocationDomain, Backend, CounterMode, DomainAllocator, FailureInjector, MemoryUsage,
 };
 
-mod memory_common;
-
-fn leak<T>(t: T) -> &'static T {
-    Box::leak(Box::new(t))
-}
-
-/// xorshift64*
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::support::{failing_in, Rng};
 
 #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
 struct Model {
@@ -142,7 +121,7 @@ fn walk<A: Allocator>(
     steps: usize,
     exact_hw: bool,
 ) {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::seeded(seed);
     let mut m = Model {
         failures: d.usage().failures,
         ..Model::default()
@@ -165,9 +144,9 @@ fn walk<A: Allocator>(
         let op = rng.below(10);
         let size = match rng.below(6) {
             0 => 0,
-            _ => rng.below(max) as usize,
+            _ => rng.below(max),
         };
-        let align = ALIGNS[rng.below(ALIGNS.len() as u64) as usize];
+        let align = ALIGNS[rng.below(ALIGNS.len())];
         let layout = Layout::from_size_align(size, align).unwrap();
         match op {
             0..=2 => {
@@ -206,7 +185,7 @@ fn walk<A: Allocator>(
                 }
             }
             3 | 4 if !live.is_empty() => {
-                let i = rng.below(live.len() as u64) as usize;
+                let i = rng.below(live.len());
                 let b = live.swap_remove(i);
                 verify(b.ptr, b.layout.size(), b.seed, step);
                 // SAFETY: live block of `a`'s domain with `b.layout`.
@@ -214,13 +193,13 @@ fn walk<A: Allocator>(
                 m.free(b.layout.size());
             }
             5..=9 if !live.is_empty() => {
-                let i = rng.below(live.len() as u64) as usize;
+                let i = rng.below(live.len());
                 let old = live[i].layout;
                 let grow = op <= 7;
                 let new_size = if grow {
-                    old.size() + rng.below(max) as usize * (rng.below(2) as usize)
+                    old.size() + rng.below(max) * rng.below(2)
                 } else {
-                    rng.below(old.size() as u64 + 1) as usize
+                    rng.below(old.size() + 1)
                 };
                 let same_align = rng.below(2) == 0;
                 let new_align = if same_align { old.align() } else { align };
@@ -306,14 +285,6 @@ fn walk<A: Allocator>(
     assert_eq!((u.live_bytes, u.live_blocks), (0, 0));
 }
 
-fn failing_domain(mode: CounterMode) -> (&'static AllocationDomain, &'static FailureInjector) {
-    let inj = leak(FailureInjector::fail_nth(0));
-    let d = memory_common::keep(
-        AllocationDomain::with_mode("review", Backend::Failing(inj), mode).unwrap(),
-    );
-    (d, inj)
-}
-
 fn steps() -> usize {
     if cfg!(miri) {
         150
@@ -333,7 +304,7 @@ fn seeds() -> u64 {
 #[test]
 fn differential_domain_allocator_exact() {
     for seed in 0..seeds() {
-        let (d, inj) = failing_domain(CounterMode::Exact);
+        let (d, inj) = failing_in(CounterMode::Exact, 0);
         walk(&d.allocator(), d, inj, 0x9E37 + seed, steps(), true);
     }
 }
@@ -341,7 +312,7 @@ fn differential_domain_allocator_exact() {
 #[test]
 fn differential_domain_allocator_sharded() {
     for seed in 0..seeds() {
-        let (d, inj) = failing_domain(CounterMode::Sharded);
+        let (d, inj) = failing_in(CounterMode::Sharded, 0);
         walk(&d.allocator(), d, inj, 0x51ED + seed, steps(), false);
     }
 }
@@ -349,7 +320,7 @@ fn differential_domain_allocator_sharded() {
 #[test]
 fn differential_bound_domain() {
     for seed in 0..seeds() {
-        let (d, inj) = failing_domain(CounterMode::Sharded);
+        let (d, inj) = failing_in(CounterMode::Sharded, 0);
         let b = d.bind().unwrap();
         walk(
             &b,
@@ -429,7 +400,7 @@ fn differential_mixed_handles_same_domain() {
         }
     }
     for seed in 0..seeds() {
-        let (d, inj) = failing_domain(CounterMode::Sharded);
+        let (d, inj) = failing_in(CounterMode::Sharded, 0);
         let m = Mixed {
             a: d.allocator(),
             b: d.bind().unwrap(),
@@ -437,109 +408,6 @@ fn differential_mixed_handles_same_domain() {
         };
         walk(&m, d, inj, 0xC0 + seed, steps(), false);
     }
-}
-
-#[test]
-fn zero_size_and_dangling_corners() {
-    let (d, _inj) = failing_domain(CounterMode::Exact);
-    let a = d.allocator();
-    for align in [1usize, 8, 4096, 1 << 20] {
-        let z = Layout::from_size_align(0, align).unwrap();
-        let p = a.allocate(z).unwrap();
-        assert_eq!(p.len(), 0);
-        assert_eq!(p.cast::<u8>().as_ptr().addr() % align, 0);
-        // SAFETY: zero-size block of `a`.
-        unsafe {
-            // grow zero -> zero at another alignment, then to a real block, back to zero.
-            let q = a
-                .grow(p.cast(), z, Layout::from_size_align(0, 2).unwrap())
-                .unwrap();
-            let r = a
-                .grow_zeroed(
-                    q.cast(),
-                    Layout::from_size_align(0, 2).unwrap(),
-                    Layout::from_size_align(10, align).unwrap(),
-                )
-                .unwrap();
-            assert!(r.cast::<u8>().as_ptr().addr() % align == 0);
-            let s = a
-                .shrink(
-                    r.cast(),
-                    Layout::from_size_align(10, align).unwrap(),
-                    Layout::from_size_align(0, align).unwrap(),
-                )
-                .unwrap();
-            a.deallocate(s.cast(), Layout::from_size_align(0, align).unwrap());
-            // A dangling pointer of a *different* value with size 0 is a no-op too.
-            a.deallocate(NonNull::dangling(), Layout::from_size_align(0, 1).unwrap());
-        }
-    }
-    let u = d.usage();
-    assert_eq!(
-        (u.live_bytes, u.live_blocks, u.allocations, u.frees),
-        (0, 0, 4, 4)
-    );
-    // Zero-size boxes and vectors of ZSTs.
-    let b = a.try_new_box(()).unwrap();
-    drop(b);
-    let mut v: allocator_api2::vec::Vec<(), DomainAllocator> = allocator_api2::vec::Vec::new_in(a);
-    v.extend(core::iter::repeat_n((), 1000));
-    drop(v);
-    assert_eq!(d.usage().allocations, 4);
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "huge requests: Miri reports resource exhaustion")]
-fn huge_requests_fail_cleanly() {
-    let d = memory_common::domain("review/huge", Backend::System);
-    let a = d.allocator();
-    let max = isize::MAX as usize;
-    for (size, align) in [
-        (max, 1),
-        (max - 4095, 4096),
-        (max / 2, 1 << 30),
-        (1 << 62, 8),
-    ] {
-        let l = Layout::from_size_align(size, align).unwrap();
-        assert!(a.allocate(l).is_err(), "{size} {align}");
-        let al = AllocationLayout::new(size, align).unwrap();
-        assert!(d.try_allocate(al).is_err());
-    }
-    let mut p = d
-        .try_allocate(AllocationLayout::new(16, 8).unwrap())
-        .unwrap();
-    // SAFETY: `p` is d's block with layout (16, 8).
-    unsafe {
-        assert!(d
-            .try_reallocate(&mut p, AllocationLayout::new(16, 8).unwrap(), max)
-            .is_err());
-        assert!(d
-            .try_reallocate(&mut p, AllocationLayout::new(16, 8).unwrap(), max - 7)
-            .is_err());
-        d.free(p, AllocationLayout::new(16, 8).unwrap());
-    }
-    let u = d.usage();
-    assert_eq!((u.live_bytes, u.live_blocks, u.failures), (0, 0, 9));
-    assert!(u.valid);
-    // grow through the adapter to a huge size
-    let l = Layout::from_size_align(16, 8).unwrap();
-    let p = a.allocate(l).unwrap();
-    // SAFETY: p is a's block with l.
-    unsafe {
-        assert!(a
-            .grow(p.cast(), l, Layout::from_size_align(max - 7, 8).unwrap())
-            .is_err());
-        assert!(a
-            .grow(
-                p.cast(),
-                l,
-                Layout::from_size_align(max - 4095, 4096).unwrap()
-            )
-            .is_err());
-        a.deallocate(p.cast(), l);
-    }
-    let u = d.usage();
-    assert_eq!((u.live_bytes, u.live_blocks, u.failures), (0, 0, 11));
 }
 
 struct SendPtr(NonNull<u8>, usize);
@@ -550,8 +418,8 @@ unsafe impl Send for SendPtr {}
 fn threads_share_a_copy_allocator_and_counters_stay_exact() {
     use std::sync::{Arc, Barrier, Mutex};
     for mode in [CounterMode::Exact, CounterMode::Sharded] {
-        let d = memory_common::keep(
-            AllocationDomain::with_mode("review/thr", Backend::System, mode).unwrap(),
+        let d = crate::support::keep(
+            AllocationDomain::with_mode("walk/threads", Backend::System, mode).unwrap(),
         );
         let a = d.allocator();
         let n = if cfg!(miri) { 3 } else { 8 };
@@ -564,10 +432,10 @@ fn threads_share_a_copy_allocator_and_counters_stay_exact() {
             let (bar, queue, model) = (bar.clone(), queue.clone(), model.clone());
             hs.push(std::thread::spawn(move || {
                 bar.wait();
-                let mut rng = Rng(t as u64 * 77 + 7);
+                let mut rng = Rng::seeded(t as u64 * 77 + 7);
                 let mut local = Model::default();
                 for _ in 0..iters {
-                    let size = 1 + rng.below(200) as usize;
+                    let size = 1 + rng.below(200);
                     let l = Layout::from_size_align(size, 8).unwrap();
                     let p = a.allocate(l).unwrap().cast::<u8>();
                     local.allocations += 1;
@@ -578,7 +446,7 @@ fn threads_share_a_copy_allocator_and_counters_stay_exact() {
                         // Grow (same or other alignment) on this thread, then free.
                         let old = Layout::from_size_align(size, 8).unwrap();
                         let new_align = if rng.below(2) == 0 { 8 } else { 32 };
-                        let ns = size + 1 + rng.below(64) as usize;
+                        let ns = size + 1 + rng.below(64);
                         let new = Layout::from_size_align(ns, new_align).unwrap();
                         // SAFETY: the block is `a`'s with `old`, owned by this thread now.
                         let q = unsafe { a.grow(p, old, new) }.unwrap().cast::<u8>();
@@ -645,54 +513,8 @@ fn threads_share_a_copy_allocator_and_counters_stay_exact() {
 }
 
 #[test]
-fn tls_teardown_frees_and_allocs_stay_exact() {
-    use std::cell::RefCell;
-    type V = allocator_api2::vec::Vec<u8, DomainAllocator>;
-    struct Late(RefCell<Option<V>>);
-    impl Drop for Late {
-        fn drop(&mut self) {
-            // Runs after the slot holder's destructor: free, then allocate and resize anew.
-            if let Some(mut v) = self.0.borrow_mut().take() {
-                v.extend_from_slice(&[1; 300]);
-                v.shrink_to_fit();
-                drop(v);
-            }
-        }
-    }
-    thread_local! { static LATE: Late = const { Late(RefCell::new(None)) }; }
-    for mode in [CounterMode::Exact, CounterMode::Sharded] {
-        let d = memory_common::keep(
-            AllocationDomain::with_mode("review/tls", Backend::System, mode).unwrap(),
-        );
-        let n = if cfg!(miri) { 2 } else { 80 }; // > THREAD_SLOTS live at once natively
-        let bar = std::sync::Arc::new(std::sync::Barrier::new(n));
-        let hs: Vec<_> = (0..n)
-            .map(|_| {
-                let bar = bar.clone();
-                std::thread::spawn(move || {
-                    // Register LATE's destructor before the slot holder's.
-                    LATE.with(|l| l.0.borrow().is_none());
-                    let mut v: V = allocator_api2::vec::Vec::new_in(d.allocator());
-                    v.extend_from_slice(&[0; 100]);
-                    bar.wait();
-                    LATE.with(|l| *l.0.borrow_mut() = Some(v));
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        let u = d.usage();
-        assert_eq!((u.live_bytes, u.live_blocks), (0, 0), "{mode:?} {u:?}");
-        assert_eq!(u.allocations, u.frees);
-        assert_eq!(u.allocated_bytes, u.freed_bytes);
-        assert!(u.valid);
-    }
-}
-
-#[test]
 fn bound_domain_containers_move_across_threads() {
-    let d = memory_common::domain("review/bound-move", Backend::System);
+    let d = crate::support::domain("walk/bound-move", Backend::System);
     let n = if cfg!(miri) { 2 } else { 16 };
     std::thread::scope(|s| {
         for t in 0..n {
@@ -723,56 +545,4 @@ fn bound_domain_containers_move_across_threads() {
     assert_eq!((u.live_bytes, u.live_blocks), (0, 0), "{u:?}");
     assert_eq!(u.allocated_bytes, u.freed_bytes);
     assert!(u.valid);
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "huge alignments: Miri reports resource exhaustion")]
-fn huge_alignments_fail_cleanly_and_keep_the_block() {
-    let d = memory_common::domain("review/huge-align", Backend::System);
-    let a = d.allocator();
-    for shift in [40u32, 50, 62] {
-        let l = Layout::from_size_align(1, 1 << shift).unwrap();
-        assert!(a.allocate(l).is_err());
-    }
-    let l = Layout::from_size_align(8, 8).unwrap();
-    let p = a.allocate(l).unwrap().cast::<u8>();
-    // SAFETY: p is a's block with l.
-    unsafe {
-        p.as_ptr().write(42);
-        assert!(a
-            .grow(p, l, Layout::from_size_align(16, 1 << 50).unwrap())
-            .is_err());
-        assert!(a
-            .shrink(p, l, Layout::from_size_align(4, 1 << 50).unwrap())
-            .is_err());
-        assert_eq!(p.as_ptr().read(), 42);
-        a.deallocate(p, l);
-    }
-    let u = d.usage();
-    assert_eq!((u.live_bytes, u.live_blocks, u.failures), (0, 0, 5));
-    assert!(u.valid);
-}
-
-/// `grow_zeroed` at equal alignment is one resize record and charges no transient old + new
-/// overlap to the high-water mark (before, allocator-api2's default allocated, copied and
-/// freed: two records and a peak of 3 000 here).
-#[test]
-fn grow_zeroed_is_one_resize_record() {
-    let d = memory_common::keep(
-        AllocationDomain::with_mode("review/gz", Backend::System, CounterMode::Exact).unwrap(),
-    );
-    let a = d.allocator();
-    let old = Layout::from_size_align(1000, 8).unwrap();
-    let new = Layout::from_size_align(2000, 8).unwrap();
-    let p = a.allocate(old).unwrap().cast::<u8>();
-    // SAFETY: p is a's block with `old`; new.size() >= old.size().
-    let q = unsafe { a.grow_zeroed(p, old, new) }.unwrap().cast::<u8>();
-    let u = d.usage();
-    // SAFETY: q is a's block with `new`.
-    unsafe { a.deallocate(q, new) };
-    assert_eq!(
-        (u.allocations, u.frees, u.reallocations, u.high_water_bytes),
-        (1, 0, 1, 2000),
-        "{u:?}"
-    );
 }

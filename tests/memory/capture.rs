@@ -1,17 +1,14 @@
 //! Activity capture (feature `capture`): lifetimes and unknown-origin frees, coverage loss that
 //! is visible and sticky while the domain counters stay exact, reconciliation at quiescence,
-//! and the session rules.
-#![cfg(feature = "capture")]
-
-mod memory_common;
+//! and the session rules. Built only with the feature (the `mod` line in `main.rs`).
 
 use std::ptr::NonNull;
 
+use crate::support::keep;
 use ludus::memory::{
     ActivityCapture, AllocationDomain, AllocationLayout, Backend, CaptureError, CoverageLoss,
     EventKind, ReconcileError,
 };
-use memory_common::keep;
 
 /// Captures are process-lifetime; keeping them reachable tells Miri they are kept on purpose.
 static CAPTURES: std::sync::Mutex<Vec<&'static ActivityCapture>> =

@@ -1,5 +1,7 @@
-//! A world whose init fails half way consumes no owner token (one test per binary, so no other
-//! test draws tokens from the process-wide source meanwhile).
+//! A world or command buffer whose init fails half way (at every allocation of the sequence)
+//! consumes no owner token: the next token drawn is the one after the token drawn just before.
+//! No other test of this binary creates a registry, so nothing else draws from the process-wide
+//! token source meanwhile.
 
 use allocator_api2::alloc::{AllocError, Allocator, Global, Layout};
 use core::ptr::NonNull;
@@ -8,6 +10,8 @@ use std::sync::Arc;
 
 use ludus::identity::issue_owner_token;
 use ludus::world::{CommandBuffer, InitError};
+
+use crate::support::{Position, Velocity};
 
 /// Grants the first `budget` allocations, refuses the rest.
 #[derive(Clone)]
@@ -33,15 +37,6 @@ unsafe impl Allocator for FailAfter {
         unsafe { Global.deallocate(ptr, layout) }
     }
 }
-
-/// Position.
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub struct Position([f32; 3]);
-/// Velocity.
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub struct Velocity([f32; 3]);
 
 ludus::world! {
     struct Game { position: Position, velocity: Velocity }

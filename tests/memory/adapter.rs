@@ -4,10 +4,8 @@
 use allocator_api2::vec::Vec;
 use ludus::memory::{AllocationDomain, Backend, DomainAllocator};
 
-mod memory_common;
-
 fn domain() -> &'static AllocationDomain {
-    memory_common::domain("adapter", Backend::BUILD)
+    crate::support::domain("adapter", Backend::BUILD)
 }
 
 #[test]
@@ -72,7 +70,7 @@ fn over_aligned_elements_and_alignment_changes_are_respected() {
 
 #[test]
 fn failing_growth_leaves_the_vec_and_counters_intact() {
-    let (d, inj) = memory_common::failing(0);
+    let (d, inj) = crate::support::failing(0);
     let mut v: Vec<u8, DomainAllocator> = Vec::new_in(d.allocator());
     v.extend_from_slice(&[1, 2, 3]);
     let before = d.usage();

@@ -1,15 +1,13 @@
 //! Feature `validation`: the bounded ledger detects double free, wrong layout and wrong domain
-//! before the backend is touched, and reports incompleteness instead of growing.
-#![cfg(feature = "validation")]
+//! before the backend is touched, and reports incompleteness instead of growing. Built only
+//! with the feature (the `mod` line in `main.rs`).
 
 use core::ptr::NonNull;
 
 use ludus::memory::{AllocationDomain, AllocationLayout, Backend, Ledger, LedgerViolation};
 
-mod memory_common;
-
 fn domain(name: &str) -> &'static AllocationDomain {
-    memory_common::domain(name, Backend::BUILD)
+    crate::support::domain(name, Backend::BUILD)
 }
 
 fn layout(size: usize, align: usize) -> AllocationLayout {

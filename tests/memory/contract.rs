@@ -1,11 +1,16 @@
-//! The byte contract of seed 001 §7.1, one test per table row, run against every backend this
-//! build has (system always; mimalloc with `--features mimalloc`).
+//! The byte contract of an allocation domain, one test per rule (storage and alignment,
+//! overflow and zero sizes, null and cross-thread frees charged to the origin, failures counted
+//! once without retry, resizes from null, to zero, preserving the prefix, failing without
+//! change), run against every backend this build has (system always; mimalloc with
+//! `--features mimalloc`).
 
 use core::ptr::NonNull;
 
 use ludus::memory::{
     AllocFailed, AllocationDomain, AllocationLayout, Backend, LayoutError, MemoryUsage, ResizeError,
 };
+
+use crate::support::failing;
 
 /// Every general backend of this build.
 fn backends() -> Vec<Backend> {
@@ -16,11 +21,8 @@ fn backends() -> Vec<Backend> {
     v
 }
 
-mod memory_common;
-use memory_common::failing;
-
 fn domain(backend: Backend) -> &'static AllocationDomain {
-    memory_common::domain("contract", backend)
+    crate::support::domain("contract", backend)
 }
 
 /// Ownership of a raw block moved to another thread.

@@ -1,36 +1,14 @@
-//! Adversarial review of the arena, scopes, counters and shards (session 34):
-//! `LinearArena`/`ScratchScope` random-walk differential against a model (nested scopes,
-//! panics inside scopes, resets, both buffer kinds, random offsets), edge inputs, and
-//! counter/shard checks (exact against sharded at the figures' edges, many threads, exits
-//! while leased, slots exhausted).
-
-mod memory_common;
+//! `LinearArena` / `ScratchScope` under a seeded random walk checked against a model after
+//! every step (nested scopes, panics inside scopes, resets, initialized and uninitialized
+//! buffers, every base address residue), the arena's edge inputs (empty buffer, huge sizes and
+//! alignments), and scopes that are forgotten or unwound through.
 
 use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ludus::memory::{
-    AllocationLayout, ArenaError, CounterMode, DomainCounters, LinearArena, MemoryUsage,
-    ScratchScope, THREAD_SLOTS,
-};
+use ludus::memory::{AllocationLayout, ArenaError, LinearArena, ScratchScope};
 
-// ---------------------------------------------------------------------------------------------
-// Arena model
-// ---------------------------------------------------------------------------------------------
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::support::Rng;
 
 /// The model: a cursor over the real buffer address, the high-water, and every live range
 /// (start offset, len, fill byte) across all open levels.
@@ -106,8 +84,8 @@ fn pick_layout(r: &mut Rng) -> (usize, usize) {
     let size = match r.below(20) {
         0 => 0,
         1 => isize::MAX as usize - (align - 1), // the largest valid layout at `align`
-        2 => 1 + r.below(300) as usize,
-        _ => r.below(24) as usize,
+        2 => 1 + r.below(300),
+        _ => r.below(24),
     };
     (size, align)
 }
@@ -124,11 +102,11 @@ fn step_alloc<'a>(
     let kind = r.below(6) as u8;
     let (size, align) = match kind {
         0 => pick_layout(r),
-        1 => (8, 8),                         // u64 pod
-        2 => (2 * (r.below(9) as usize), 2), // u16 slice fill
-        3 => (3 * (r.below(5) as usize), 1), // [u8;3] slice copy
-        4 => (4 * (r.below(7) as usize), 4), // u32 zeroed
-        _ => (0, 1),                         // ZST slice of any length
+        1 => (8, 8),              // u64 pod
+        2 => (2 * r.below(9), 2), // u16 slice fill
+        3 => (3 * r.below(5), 1), // [u8;3] slice copy
+        4 => (4 * r.below(7), 4), // u32 zeroed
+        _ => (0, 1),              // ZST slice of any length
     };
     let (size, layout) = match AllocationLayout::new(size, align) {
         Ok(l) => (size, l),
@@ -285,10 +263,10 @@ fn walk_scope<'s>(
 }
 
 fn run_walk(seed: u64, rounds: u32, per_round: u32, uninit: bool) {
-    let mut r = Rng(seed);
+    let mut r = Rng::seeded(seed);
     // Random offset into an 8-aligned backing so the base is at every residue.
-    let cap = 64 + r.below(400) as usize;
-    let off = r.below(16) as usize;
+    let cap = 64 + r.below(400);
+    let off = r.below(16);
     let mut backing = vec![0u64; (cap + off).div_ceil(8) + 1];
     let mut backing_u: Vec<MaybeUninit<u8>> = Vec::with_capacity(cap + off);
     // SAFETY: `MaybeUninit<u8>` needs no initialization, and the capacity is `cap + off`.
@@ -320,7 +298,7 @@ fn run_walk(seed: u64, rounds: u32, per_round: u32, uninit: bool) {
         {
             let mut held: Vec<Held<'_>> = Vec::new();
             let a = &arena;
-            for _ in 0..r.below(u64::from(per_round) / 4 + 1) {
+            for _ in 0..r.below(per_round as usize / 4 + 1) {
                 step_alloc(&mut m, &mut r, &mut held, &|k, l, r| {
                     arena_alloc(a, k, l, r)
                 });
@@ -481,207 +459,4 @@ fn forgetting_a_scope_reference_or_panicking_never_corrupts_the_parent() {
     // Reuse after everything above.
     let x = arena.try_alloc_pod(9u64).unwrap();
     assert_eq!(*x, 9);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Counters
-// ---------------------------------------------------------------------------------------------
-
-fn both(f: impl Fn(&DomainCounters) -> MemoryUsage) -> (MemoryUsage, MemoryUsage) {
-    let e = DomainCounters::new(CounterMode::Exact);
-    let s = DomainCounters::new(CounterMode::Sharded);
-    (f(&e), f(&s))
-}
-
-/// FINDING: a shard's peak is tracked as `i64`, so a shard whose net bytes pass `i64::MAX`
-/// (two live blocks of `isize::MAX` bytes, each a valid layout size) never raises its peak; once
-/// the blocks are freed the sharded high-water reads below the true peak, which the docs say it
-/// never does. Exact mode reports the true peak.
-#[test]
-fn sharded_high_water_is_never_below_the_true_peak() {
-    let huge = isize::MAX as usize;
-    let (e, s) = both(|c| {
-        c.on_allocate(huge);
-        c.on_allocate(huge);
-        c.on_free(huge);
-        c.on_free(huge);
-        c.usage()
-    });
-    assert!(e.valid && s.valid);
-    assert_eq!(e.high_water_bytes, 2 * huge);
-    assert!(
-        s.high_water_bytes >= e.high_water_bytes,
-        "sharded high-water {} below the true peak {}",
-        s.high_water_bytes,
-        e.high_water_bytes
-    );
-}
-
-/// FINDING: exact mode derives `allocated_bytes = live_bytes + freed_bytes` with a saturating
-/// add and does not invalidate when the true total passes `u64::MAX`; sharded mode (same
-/// history) flags it invalid. Exact mode then reports a wrong figure as valid.
-#[test]
-fn exact_allocated_bytes_overflow_is_flagged() {
-    for mode in [CounterMode::Exact, CounterMode::Sharded] {
-        let c = DomainCounters::with_start(MemoryUsage {
-            mode,
-            freed_bytes: u64::MAX - 1,
-            frees: 1,
-            allocations: 1,
-            ..MemoryUsage::default()
-        });
-        c.on_allocate(10);
-        let u = c.usage();
-        // The true allocated total is 2^64 + 8: not representable.
-        assert!(
-            !u.valid,
-            "{mode:?}: allocated_bytes {} reported valid (true total 2^64+8)",
-            u.allocated_bytes
-        );
-    }
-}
-
-/// FINDING: an excess block free (more frees than allocations, bytes still covered) is caught by
-/// the sharded mode (live_blocks below zero) but exact mode clamps `live_blocks` at zero and
-/// stays valid at quiescence.
-#[test]
-fn excess_block_frees_agree_across_modes() {
-    let (e, s) = both(|c| {
-        c.on_allocate(16);
-        c.on_free(8);
-        c.on_free(8);
-        c.usage()
-    });
-    assert_eq!(
-        e.valid,
-        s.valid,
-        "exact {:?} vs sharded {:?} on the same history",
-        (e.live_blocks, e.valid),
-        (s.live_blocks, s.valid)
-    );
-}
-
-/// Many more threads than slots, exiting while leased, allocating on one thread and freeing on
-/// another, with a concurrent reader: the reader never sees an invalid state, and at quiescence
-/// the figures reconcile.
-#[test]
-fn many_threads_exits_while_leased_and_cross_frees_reconcile() {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Arc};
-    let (waves, per_wave, ops) = if cfg!(miri) {
-        (1, 3, 5)
-    } else {
-        (4, 3 * THREAD_SLOTS, 2000)
-    };
-    for mode in [CounterMode::Sharded, CounterMode::Exact] {
-        let c = Arc::new(DomainCounters::new(mode));
-        let stop = Arc::new(AtomicBool::new(false));
-        let reader = {
-            let (c, stop) = (c.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let u = c.usage();
-                    assert!(u.valid, "{mode:?}: a concurrent read saw invalid: {u:?}");
-                    if mode == CounterMode::Sharded {
-                        assert!(u.high_water_bytes >= u.live_bytes);
-                    }
-                    n += 1;
-                    if cfg!(miri) && n > 20 {
-                        break;
-                    }
-                }
-                n
-            })
-        };
-        for _ in 0..waves {
-            // Producers hand sizes to consumers (the "pointer handover").
-            let mut hs = Vec::new();
-            for t in 0..per_wave {
-                let (tx, rx) = mpsc::channel::<usize>();
-                let cp = c.clone();
-                hs.push(std::thread::spawn(move || {
-                    for i in 0..ops {
-                        let n = 1 + (i * 7 + t) % 97;
-                        cp.on_allocate(n);
-                        if i % 3 == 0 {
-                            cp.on_resize(n, n + 5);
-                            tx.send(n + 5).unwrap();
-                        } else {
-                            tx.send(n).unwrap();
-                        }
-                    }
-                }));
-                let cc = c.clone();
-                hs.push(std::thread::spawn(move || {
-                    for n in rx {
-                        if n % 2 == 0 {
-                            cc.on_resize(n, n - 1);
-                            cc.on_free(n - 1);
-                        } else {
-                            cc.on_free(n);
-                        }
-                    }
-                }));
-            }
-            for h in hs {
-                h.join().unwrap();
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-        reader.join().unwrap();
-        let u = c.usage();
-        assert!(u.valid, "{mode:?} {u:?}");
-        assert_eq!((u.live_bytes, u.live_blocks), (0, 0), "{mode:?} {u:?}");
-        assert_eq!(u.allocations, u.frees);
-        assert_eq!(u.allocated_bytes, u.freed_bytes);
-        assert_eq!(u.allocations, (waves * per_wave * ops) as u64);
-    }
-}
-
-/// Every process slot leased by handles (one of them forgotten, so its slot is gone for good):
-/// threads fall back to the shared shard, `bind` is a typed refusal, and figures reconcile.
-#[test]
-fn slots_exhausted_by_handles_and_a_forgotten_handle() {
-    use ludus::memory::{AllocationDomain, Backend, BindError};
-    let d: &'static AllocationDomain = memory_common::keep(
-        AllocationDomain::with_mode("review2/slots", Backend::System, CounterMode::Sharded)
-            .unwrap(),
-    );
-    let l = AllocationLayout::new(40, 8).unwrap();
-    let mut handles = Vec::new();
-    loop {
-        match d.bind() {
-            Ok(b) => handles.push(b),
-            Err(e) => {
-                assert_eq!(e, BindError::NoFreeSlot);
-                break;
-            }
-        }
-    }
-    assert!(handles.len() <= THREAD_SLOTS);
-    // Charge one block to the handle we are about to forget; free it through the domain later.
-    let forgotten = handles.pop().unwrap();
-    let p = forgotten.try_allocate(l).unwrap();
-    std::mem::forget(forgotten);
-    let n = if cfg!(miri) { 2 } else { 32 };
-    std::thread::scope(|s| {
-        for _ in 0..n {
-            s.spawn(|| {
-                for _ in 0..if cfg!(miri) { 3 } else { 500 } {
-                    let q = d.try_allocate(l).unwrap();
-                    // SAFETY: `q` is `d`'s block with layout `l`.
-                    unsafe { d.free(q, l) };
-                }
-            });
-        }
-    });
-    drop(handles);
-    // SAFETY: `p` is `d`'s block with layout `l`.
-    unsafe { d.free(p, l) };
-    let u = d.usage();
-    assert!(u.valid, "{u:?}");
-    assert_eq!((u.live_bytes, u.live_blocks), (0, 0), "{u:?}");
-    assert_eq!(u.allocations, u.frees);
-    assert!(u.high_water_bytes >= 40);
 }
