@@ -1,36 +1,19 @@
-//! Adversarial review of the exact sparse map and `Probe::Exact` (a join's probe of a shared
-//! world pool that trusts `sparse[slot]` without a key compare): a random world of five pools
-//! (one owned group) against a model, through batches that fail midway, whole-pool removals,
-//! commits that reuse freed slots, in-place respawns, `sort_pools`, `cluster` and panics in
-//! callbacks, checking every pool's index (`check_pools`) and seven joins after each step;
-//! and standalone pools holding stale entries, which are never trusted without a compare.
-
-#![allow(missing_docs, missing_debug_implementations)]
+//! The exact sparse map and `Probe::Exact` (a join's probe of a shared world pool that trusts
+//! `sparse[slot]` without a key compare): a random world of five pools (one owned group)
+//! against a model, through batches that fail midway, whole-pool removals, commits that reuse
+//! freed slots, in-place respawns, `sort_pools`, `cluster` and panics in callbacks, checking
+//! every pool's index (`check_pools`) and seven joins after each step; and standalone pools
+//! holding stale entries, which are never trusted without a compare.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use bytemuck::{Pod, Zeroable};
 use ludus::world::{
     cluster, join, opt, without, CommandBuffer, ComponentPool, EntityRegistry, WorldOps,
 };
 use ludus::EntityId;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct A(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct B(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct C(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct G(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct H(u32);
+use crate::support::{Rng, A, B, C, G, H};
 
 ludus::world! {
     pub struct W { pub a: A, pub b: B, pub c: C, pub g: G, pub h: H }
@@ -38,19 +21,6 @@ ludus::world! {
 }
 
 const CAP: usize = if cfg!(miri) { 80 } else { 300 };
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 type Model = BTreeMap<EntityId, [Option<u32>; 5]>;
 

@@ -1,5 +1,5 @@
-//! Parallel iteration over disjoint dense chunks (feature `rayon`).
-#![cfg(feature = "rayon")]
+//! Parallel iteration over disjoint dense chunks (feature `rayon`; built only with it, see the
+//! `mod` line in `main.rs`): the same values as the sequential loop.
 
 use bytemuck::{Pod, Zeroable};
 use ludus::world::WorldOps;

@@ -1,11 +1,8 @@
-//! `CommandBuffer::respawn` under attack (from the adversarial review of f46dc29): a roster
-//! that changes the world from inside `durable_parts` during a commit (a second entry for one
-//! slot; a create failing after the in-place release), and a differential test of respawn
-//! against the destroy and spawn it stands for (random commits on nested groups, clusters,
-//! shared layout stamps, durable state; the terminal generation; budgets at their edge;
-//! recording all or nothing).
-
-#![allow(missing_docs, missing_debug_implementations)]
+//! `CommandBuffer::respawn`: a roster that changes the world from inside `durable_parts`
+//! during a commit (a second entry for one slot; a create failing after the in-place release)
+//! is refused without harm, and a differential test of respawn against the destroy and spawn
+//! it stands for (random commits on nested groups, clusters, shared layout stamps, durable
+//! state; the terminal generation; budgets at their edge; recording all or nothing).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -16,24 +13,7 @@ use ludus::world::{
 };
 use ludus::EntityId;
 
-mod respawn_common;
-use respawn_common::{keys_unique, sg, Rng};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct A(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct B(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct C(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct D(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct E(u32);
+use crate::support::{keys_unique, sg, Rng, A, B, C, D, E};
 
 ludus::world! {
     pub struct Loose { pub a: A, pub b: B }
@@ -41,7 +21,7 @@ ludus::world! {
 
 // ---------------------------------------------------------------------------------------------
 // A hand-written roster (wrapping a `world!` world) that changes the world from inside
-// `durable_parts`, the way an earlier review attacked `duplicate` (a6bd1c7).
+// `durable_parts`, user code called in the middle of a commit.
 // ---------------------------------------------------------------------------------------------
 
 pub enum Trick {
@@ -105,11 +85,11 @@ impl Stores<B> for Sneaky {}
 /// Capacity large enough for the driver plan over a two-row pool (many bitset words).
 const BIG: usize = 64 * 20;
 
-/// Pre-existing (not respawn-specific, but the respawn fallback goes through it): a commit
-/// applies a bundle's create and each of its fresh inserts through separate `durable_parts`
-/// calls, and `insert_fresh` appends without a lookup trusting that nothing inserted a `T`
-/// since the create. A roster that inserts from inside `durable_parts` breaks that: the pool
-/// holds the slot twice, and a join then hands out two `&mut` to one value.
+/// Not respawn-specific, but the respawn fallback goes through it: a commit applies a bundle's
+/// create and each of its fresh inserts through separate `durable_parts` calls, and a fresh
+/// insert trusts that nothing inserted a `T` since the create. A roster that inserts from
+/// inside `durable_parts` tries to break that: were the pool to hold the slot twice, a join
+/// would hand out two `&mut` to one value.
 fn sneak_into_commit(respawn: bool) -> (Sneaky, Vec<EntityId>) {
     let mut s = Sneaky {
         w: Loose::try_new(BIG).unwrap(),
@@ -166,9 +146,9 @@ fn check_sneak(respawn: bool) {
     assert!(unique, "respawn={respawn}: pool a holds one slot twice");
 }
 
-/// Was: the pool held the slot twice and a join handed out two `&mut` to one value (UB from
-/// safe code, Miri). Now the fresh insert sees the slot's membership bit and replaces the
-/// value instead.
+/// The fresh insert sees the slot's membership bit and replaces the value: the pool never holds
+/// the slot twice, so no join hands out two `&mut` to one value (UB from safe code, which Miri
+/// would report).
 #[test]
 fn reentrant_roster_cannot_duplicate_a_slot_in_a_commit_spawn() {
     check_sneak(false);
@@ -179,13 +159,12 @@ fn reentrant_roster_cannot_duplicate_a_slot_in_a_respawn_fallback() {
     check_sneak(true);
 }
 
-/// Respawn-specific: `replace_in_place` releases `old` before its create, and the create's
-/// sequence budget is only checked by the preflight (on `parts_ref`'s registry, before the
-/// roster's `durable_parts` ran). A roster exhausting the sequence inside `durable_parts`
-/// makes the create fail after the release: the commit returns an error with `old` released
-/// and its rows left in every pool (a stale handle reads a value through the world).
-/// Was: the create failed after the release, leaving `old`'s rows in the pools. Now the
-/// sequence is checked before anything changes: the commit fails with `old` untouched.
+/// Respawn-specific: `replace_in_place` releases `old` before its create. A roster exhausting
+/// the creation sequence inside `durable_parts` (after the preflight checked it on
+/// `parts_ref`'s registry) must not make the create fail after the release, which would leave
+/// `old` released with its rows in every pool (a stale handle reading a value through the
+/// world): the sequence is checked before anything changes, and the commit fails with `old`
+/// untouched.
 #[test]
 #[cfg_attr(
     debug_assertions,

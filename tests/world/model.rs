@@ -775,19 +775,8 @@ fn run<W: ModelWorld>(ops: Vec<Op>) {
     }
 }
 
-fn config() -> ProptestConfig {
-    let mut config = ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 256 },
-        ..ProptestConfig::default()
-    };
-    if cfg!(miri) {
-        config.failure_persistence = None; // Miri's isolation forbids the file system
-    }
-    config
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::proptest_config(256, 4))]
     #[test]
     fn world_matches_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
         run::<World>(ops);

@@ -203,19 +203,8 @@ mod update_select {
     use ludus::world::SELECT_BLOCK;
     use proptest::prelude::*;
 
-    fn config() -> ProptestConfig {
-        let mut config = ProptestConfig {
-            cases: if cfg!(miri) { 4 } else { 256 },
-            ..ProptestConfig::default()
-        };
-        if cfg!(miri) {
-            config.failure_persistence = None; // Miri's isolation forbids the file system
-        }
-        config
-    }
-
     proptest! {
-        #![proptest_config(config())]
+        #![proptest_config(crate::support::proptest_config(256, 4))]
 
         /// Against the obvious loop over `iter_mut`: the same values afterwards and the same
         /// owners selected, in dense order, over pools of several blocks and a partial one,

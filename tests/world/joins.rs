@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use bytemuck::{Pod, Zeroable};
 use ludus::world::{
     cluster, join, opt, without, ClusterError, CommandBuffer, ComponentPool, EntityRegistry, Join,
     JoinPlan, WorldOps,
@@ -16,26 +15,7 @@ use ludus::world::{
 use ludus::EntityId;
 use proptest::prelude::*;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-/// Component a (grouped with b).
-pub struct A(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-/// Component b (grouped with a).
-pub struct B(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-/// Component c.
-pub struct C(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-/// Component d.
-pub struct D(u32);
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-/// Component e.
-pub struct E(u32);
+use crate::support::{A, B, C, D, E};
 
 ludus::world! {
     struct World { a: A, b: B, c: C, d: D, e: E }
@@ -545,16 +525,8 @@ fn run_raw(ops: Vec<Raw>) {
     }
 }
 
-fn config() -> ProptestConfig {
-    ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::proptest_config_unpersisted(256, 2))]
 
     #[test]
     fn world_joins_match_the_model(ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 150 })) {

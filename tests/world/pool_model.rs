@@ -162,19 +162,8 @@ fn run(ops: Vec<Op>) {
     }
 }
 
-fn config() -> ProptestConfig {
-    let mut config = ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 512 },
-        ..ProptestConfig::default()
-    };
-    if cfg!(miri) {
-        config.failure_persistence = None; // Miri's isolation forbids the file system
-    }
-    config
-}
-
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(crate::support::proptest_config(512, 4))]
     #[test]
     fn pool_matches_model_with_stale_entries(
         ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 80 })

@@ -1,4 +1,5 @@
-// Included by world_respawn_partial_review.rs (once per world type) with `Wd` and `GROUPED` in scope.
+// Included by `respawn_overlap.rs` (once per world type) with `Wd` and `GROUPED` in scope: the
+// differential of a partial respawn against destroy + spawn.
         /// Everything observable but dense order; panics on a broken invariant or a join
         /// that disagrees with the per-entity rows.
         pub fn observe(w: &mut Wd, ctx: &str) -> BTreeMap<(u32, u32), Row> {

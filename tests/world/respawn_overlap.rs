@@ -1,30 +1,19 @@
-//! `respawn` applied in place where the types only overlap (from the adversarial review of
-//! 529c7e5): a wider differential of respawn against destroy + spawn (every overlap shape of
-//! six types, nested groups, clusters over three ungrouped pools and over grouped pools that
-//! pack nothing, shared layout stamps from batch spawns), checking joins with optional and
-//! excluded columns against the per-entity rows and every cluster against its pools'
-//! membership; the runs plan's order after a partial respawn; a hostile roster acting at
-//! every step of one.
-
-#![allow(missing_docs, missing_debug_implementations)]
+//! `respawn` applied in place where the old and new types only overlap: a differential of
+//! respawn against destroy + spawn (every overlap shape of six types, nested groups, clusters
+//! over three ungrouped pools and over grouped pools that pack nothing, shared layout stamps
+//! from batch spawns), checking joins with optional and excluded columns against the
+//! per-entity rows and every cluster against its pools' membership; the runs plan's order after
+//! a partial respawn; a hostile roster acting at every step of one.
+//!
+//! The differential's code (`respawn_overlap/differential.rs`) is included twice, once per
+//! world type (grouped and plain).
 
 use std::collections::{BTreeMap, HashSet};
 
-use bytemuck::{Pod, Zeroable};
 use ludus::world::{cluster, join, opt, without, CommandBuffer, JoinPlan, WorldOps};
 use ludus::EntityId;
 
-mod respawn_common;
-use respawn_common::{keys_unique, sg, Rng};
-
-macro_rules! comp {
-    ($($n:ident),+) => {$(
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-        #[repr(C)]
-        pub struct $n(u32);
-    )+};
-}
-comp!(A, B, C, D, E, F);
+use crate::support::{keys_unique, sg, Rng, A, B, C, D, E, F};
 
 ludus::world! {
     pub struct W { pub a: A, pub b: B, pub c: C, pub d: D, pub e: E, pub f: F }
@@ -158,14 +147,14 @@ mod grouped {
     use super::*;
     type Wd = W;
     const GROUPED: bool = true;
-    include!("respawn_common/partial_differential.rs");
+    include!("respawn_overlap/differential.rs");
 }
 
 mod plain {
     use super::*;
     type Wd = P;
     const GROUPED: bool = false;
-    include!("respawn_common/partial_differential.rs");
+    include!("respawn_overlap/differential.rs");
 }
 
 #[test]
@@ -200,8 +189,8 @@ fn partial_respawn_differential_ungrouped() {
 /// docs/world.md ("Iteration order"): "ascending signature (as the last `cluster` recorded
 /// it) then slot under the runs plan". A partial respawn that drops a clustered pool's row
 /// keeps the other pools' stamps: the replacement stays in its recorded run, whose signature
-/// restricted to the pools still clustered is its membership (the review first read the
-/// order as the current signature's; the docs now say which).
+/// restricted to the pools still clustered is its membership (the recorded signature decides
+/// the order, not the current one).
 #[test]
 fn runs_plan_order_after_partial_respawn() {
     let mut w = P::try_new(8).unwrap();
@@ -391,18 +380,18 @@ fn hostile_roster_during_a_partial_respawn() {
         }
     }
     eprintln!("fired {fired}");
-    // The review found one: a B inserted into `old` between `remove`'s unpacking and its
-    // removal of C (`remove` now does both under one borrow of the pools).
+    // The hazard: a B inserted into `old` between `remove`'s unpacking and its removal of C
+    // (`remove` does both under one borrow of the pools).
     assert!(broken.is_empty(), "groups broken: {broken:#?}");
 }
 
-/// Pre-existing, found by the review: `remove` unpacked the entity's groups and removed the
-/// component through two borrows of the pools, and a roster inserting a B in between left the
-/// group `abc` broken. Both now happen under one borrow.
+/// Not respawn-specific: `remove` unpacks the entity's groups and removes the component under
+/// one borrow of the pools, so a roster that inserts a B in between (were they two borrows)
+/// cannot leave the group `abc` broken.
 #[test]
 fn hostile_roster_cannot_break_a_group_through_remove() {
-    // Before: calls member (0), unpack_groups_of (1), member_with (2), B inserted at the
-    // third. Now one call; the roster acts on whichever it is given.
+    // Were the steps separate calls (member, unpack_groups_of, member_with), a B inserted at
+    // the third would break `abc`; the roster acts on whichever call it is given.
     for k in 0..3 {
         let mut h = Hostile {
             w: W::try_new(8).unwrap(),
