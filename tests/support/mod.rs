@@ -4,14 +4,17 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
+use std::fmt::Debug;
 use std::ptr::NonNull;
+use std::str::FromStr;
 use std::sync::Mutex;
 
 use bytemuck::{Pod, Zeroable};
+use ludus::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use ludus::memory::{
     AllocationDomain, AllocationLayout, Backend, CounterMode, FailureInjector, MemoryUsage,
 };
-use ludus::world::ComponentPool;
+use ludus::world::{ComponentPool, EntityRefs};
 use ludus::EntityId;
 use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
 
@@ -106,6 +109,20 @@ pub struct Velocity(pub [f32; 3]);
 #[repr(C)]
 pub struct Health(pub u32);
 
+/// A component with an entity-typed field (declared in a world's `entity_refs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Follow {
+    /// The followed entity (any handle: live, stale, foreign, null).
+    pub target: EntityId,
+}
+
+impl EntityRefs for Follow {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.target);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // World helpers
 // ---------------------------------------------------------------------------------------------
@@ -119,6 +136,22 @@ pub fn sg(e: EntityId) -> (u32, u32) {
 pub fn keys_unique<T: Pod>(pool: &ComponentPool<T>) -> bool {
     let mut seen = HashSet::new();
     pool.owners().iter().all(|e| seen.insert(e.slot()))
+}
+
+/// A version-4 UUID made from `n`, parsed as any typed id (`InstanceId`, `SourceObjectId`, ...):
+/// the same `n` always gives the same id.
+pub fn id<T: FromStr>(n: u128) -> T
+where
+    T::Err: Debug,
+{
+    let bytes = (n.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ n).to_le_bytes();
+    let u = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    u.to_string().parse().unwrap()
+}
+
+/// The persistent key of object [`id`]`(object)` in instance [`id`]`(instance)`.
+pub fn key(instance: u128, object: u128) -> PersistentObjectKey {
+    PersistentObjectKey::new(id::<InstanceId>(instance), id::<SourceObjectId>(object))
 }
 
 // ---------------------------------------------------------------------------------------------

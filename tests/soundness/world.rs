@@ -1,27 +1,21 @@
-//! Regression tests for reproducers of undefined behaviour and broken guarantees reachable
-//! from safe code (none of these programs contains `unsafe`). Each must be refused at compile
-//! time (see the `compile_fail` doctests in `world/mod.rs` and `world/registry.rs`) or with a
-//! typed error or panic before any state changes. CI runs this file in debug, in release and
-//! under Miri.
+//! Programs without `unsafe` that would reach undefined behaviour or break a world guarantee
+//! if the world trusted them: bundles and queries naming a type twice, swapped registries and
+//! pools, lying or pool-hiding rosters, commits stopped half way, buffers outliving or
+//! outrunning their marks, stale handles, roster type lists, batch spawns, parts moved between
+//! world types. Each must be refused at compile time (see the `compile_fail` doctests in
+//! `world/mod.rs` and `world/registry.rs`) or with a typed error or panic before any state
+//! changes. CI runs these in debug, in release and under Miri.
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use bytemuck::{Pod, Zeroable};
 use ludus::prelude::*;
 use ludus::world::{
     CommandError, ComponentList, ComponentPool, Durable, DurableParts, EntityRegistry, GroupList,
     PartsRef, ReadOnly, Rejection, Roster,
 };
 
-/// Component A.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct A(u32);
-/// Component B.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct B(u32);
+use crate::support::{keys_unique, A, B, C};
 
 ludus::world! {
     /// Two pools, grouped.
@@ -42,12 +36,6 @@ ludus::world! {
         /// B.
         pub b: B,
     }
-}
-
-/// Every dense entry of `pool` names a distinct slot (what joins rely on).
-fn keys_unique<T: Pod>(pool: &ComponentPool<T>) -> bool {
-    let mut seen = HashSet::new();
-    pool.owners().iter().all(|e| seen.insert(e.slot()))
 }
 
 fn snapshot(w: &W) -> (usize, u64, u64, usize, usize) {
@@ -585,11 +573,6 @@ fn a_batch_spawn_rechecks_the_registry_it_creates_in() {
     assert!(!w.r2.is_structural_phase());
 }
 
-/// Component C (of the three-pool worlds below).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct C(u32);
-
 ludus::world! {
     /// Three pools, two of them grouped.
     pub struct G3 {
@@ -625,10 +608,10 @@ fn swap_parts(g: &mut G3, h: &mut H3) {
     std::mem::swap(&mut g.c, &mut h.c);
 }
 
-/// Found by review: parts moved between world types that declare different groups (every
-/// ownership check passes: they all came from one world) carried their packing into a type that
-/// neither kept nor undid it, and moved back, the group paired values of different entities.
-/// Now a world's registry type carries its group list (`ReadOnly`'s marker: the move does not
+/// Parts moved between world types that declare different groups (every ownership check
+/// passes: they all came from one world) would carry their packing into a type that neither
+/// keeps nor undoes it, and moved back, the group would pair values of different entities. A
+/// world's registry type carries its group list (`ReadOnly`'s marker: the move does not
 /// compile, see its `compile_fail` example); types with the same groups still trade parts, and
 /// keep the packing exactly.
 #[test]

@@ -1,9 +1,11 @@
-//! Adversarial review of `src/world/hierarchy.rs` and its world callers (session 34): targeted
-//! checks (cycles, name budgets, stale names, no allocation after init, pending destroys and
-//! unloads, arena size limit, deep subtrees) and a seeded random-walk differential against a
-//! `HashMap` model of parents, ordered children, names and protection, checked after every
-//! step. `HR_SEEDS` / `HR_STEPS` scale the walk (default 300 × 400; 2 × 60 under Miri).
-#![allow(missing_docs)] // test components and the `world!` expansion
+//! The hierarchy and names of a durable world: targeted checks (cycles, name budgets, stale
+//! names, no allocation after init, pending destroys and unloads, arena size limit, deep
+//! subtrees) and a seeded random-walk differential against a `HashMap` model of parents,
+//! ordered children, names and protection, checked after every step. `HIERARCHY_SEEDS` /
+//! `HIERARCHY_STEPS` scale the walk (default 300 × 400; 2 × 60 under Miri).
+//!
+//! This module installs the binary's global allocator: it forwards to `System` and counts the
+//! allocations of a thread only while that thread arms it, so other tests are unaffected.
 
 use std::collections::HashMap;
 
@@ -12,10 +14,9 @@ use ludus::identity::test_entropy::SeqEntropy;
 use ludus::prelude::*;
 use ludus::world::{HierarchyError, InitError, OrphanPolicy};
 
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos(pub f32);
+use crate::support::{Pos, Rng};
 
+/// A one-dimensional velocity.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 #[repr(C)]
 pub struct Vel(pub f32);
@@ -123,22 +124,6 @@ fn stale_name_never_shows_on_reused_slot() {
 // ---------------------------------------------------------------------------------------------
 // Differential random walk
 // ---------------------------------------------------------------------------------------------
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, p: u32) -> bool {
-        self.below(100) < p as usize
-    }
-}
 
 #[derive(Clone, Default, Debug)]
 struct Node {
@@ -615,11 +600,11 @@ fn run_seed(seed: u64, steps: usize, deep: bool) {
 
 #[test]
 fn differential_random_walk() {
-    let seeds: u64 = std::env::var("HR_SEEDS")
+    let seeds: u64 = std::env::var("HIERARCHY_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if cfg!(miri) { 2 } else { 300 });
-    let steps: usize = std::env::var("HR_STEPS")
+    let steps: usize = std::env::var("HIERARCHY_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if cfg!(miri) { 60 } else { 400 });
@@ -631,8 +616,8 @@ fn differential_random_walk() {
     }
 }
 
-/// A name arena past what a node's 32-bit name offset addresses is refused at init (before,
-/// names stored past 4 GiB got a truncated offset and read another record's bytes).
+/// A name arena past what a node's 32-bit name offset addresses is refused at init (names
+/// stored past 4 GiB would get a truncated offset and read another record's bytes).
 #[cfg(target_pointer_width = "64")]
 #[test]
 fn name_arena_past_the_offset_range_is_refused() {

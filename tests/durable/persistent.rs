@@ -1,9 +1,13 @@
-//! Persistent spawn, transactions, the identity invariant, checkpoints and replay (seed 002's
-//! evidence list, issue 11).
+//! Persistent spawn, transactions, the identity invariant, checkpoints and replay: prepared
+//! spawns minted once, failed transactions changing nothing, collisions and repeated creates
+//! refused whole, an identity that cannot be set, changed or removed, strict namespaces,
+//! restore by stable id, malformed and forged identities refused, an order-independent digest,
+//! deferred transactions, the golden replay fixture (`tests/fixtures/`), crafted ids,
+//! protection, disabled tables and swapped pools refused whole; and models of checkpoint bytes
+//! and batched creates.
 
 use std::collections::HashSet;
 
-use bytemuck::{Pod, Zeroable};
 use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
 use ludus::identity::{PersistentId, PersistentIdError};
 use ludus::prelude::*;
@@ -13,39 +17,10 @@ use ludus::world::{
     IDENTITY_COMPONENT, REPLAY_FORMAT,
 };
 
-/// A position.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos {
-    /// x.
-    pub x: f32,
-    /// y.
-    pub y: f32,
-}
-
-/// Hit points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(pub u32);
-
-ludus::world! {
-    /// The simulation world.
-    pub struct Sim {
-        /// Positions.
-        pub pos: Pos,
-        /// Hit points.
-        pub hp: Hp,
-    }
-}
+use crate::sim::{durable_sim, hp_value, Hp, Pos, Sim};
 
 fn sim(capacity: usize) -> Sim {
-    let config = DurableConfig {
-        name_bytes: 256,
-        ..DurableConfig::default()
-    };
-    let mut w = Sim::try_new_durable(capacity, config).unwrap();
-    w.begin_structural();
-    w
+    durable_sim(capacity, 256)
 }
 
 fn spawn(seed: u64, pos: Pos, hp: u32) -> PreparedSpawn {
@@ -61,13 +36,6 @@ fn tx(commands: Vec<TxCommand>) -> Transaction {
 
 fn create(s: &PreparedSpawn) -> TxCommand {
     TxCommand::Create { spawn: s.clone() }
-}
-
-fn hp_value(v: u32) -> ComponentValue {
-    ComponentValue {
-        component: "hp".into(),
-        bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
-    }
 }
 
 #[test]
@@ -568,7 +536,8 @@ fn write_golden_fixture_when_asked() {
     }
 }
 
-/// Review findings: every one must be refused before anything changes.
+/// Crafted ids, protection, disabled tables and swapped pools: every one must be refused before
+/// anything changes.
 #[test]
 fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() {
     use ludus::world::CheckpointEntity;

@@ -1,14 +1,11 @@
-//! Adversarial review of persistent spawn, transactions, checkpoints and restore (session 34):
-//! seeded random walks against a model (stable id → component bytes, protection), predicting
-//! each refusal and comparing full snapshots around every failed step; and what a panic in a
-//! hand-written roster's code leaves behind (settled by the next persistent operation). Safe
-//! code only: not run under Miri.
-#![cfg(not(miri))]
-#![allow(missing_docs)] // test components and the `world!` expansion
+//! Persistent spawn, transactions, checkpoints and restore against a model: seeded random
+//! walks (stable id → component bytes, protection), predicting each refusal and comparing full
+//! snapshots around every failed step; and what a panic in a hand-written roster's code leaves
+//! behind (settled by the next persistent operation). Safe code only: not built under Miri (the
+//! `mod` line in `main.rs`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use bytemuck::{Pod, Zeroable};
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::PersistentId;
 use ludus::prelude::*;
@@ -17,51 +14,14 @@ use ludus::world::{
     Transaction, TxCommand, TxError, TxRejection, IDENTITY_COMPONENT,
 };
 
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos {
-    pub x: f32,
-    pub y: f32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Hp(pub u32);
-
-ludus::world! {
-    pub struct Sim {
-        pub pos: Pos,
-        pub hp: Hp,
-    }
-}
+use crate::sim::{durable_sim, hp_value, Hp, Pos, Sim};
+use crate::support::Rng;
 
 const NAMES: [&str; 2] = ["pos", "hp"];
 const SIZES: [usize; 2] = [8, 4];
 
 fn sim(capacity: usize) -> Sim {
-    let config = DurableConfig {
-        name_bytes: 512,
-        ..DurableConfig::default()
-    };
-    let mut w = Sim::try_new_durable(capacity, config).unwrap();
-    w.begin_structural();
-    w
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, pct: u64) -> bool {
-        self.next() % 100 < pct
-    }
+    durable_sim(capacity, 512)
 }
 
 type Comps = [Option<Vec<u8>>; 2];
@@ -707,13 +667,6 @@ impl ludus::world::Roster for Panicky {
     }
 }
 
-fn hp(v: u32) -> ComponentValue {
-    ComponentValue {
-        component: "hp".into(),
-        bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
-    }
-}
-
 /// A panic inside a transaction (a hand-written roster's `durable_parts`, at each of its
 /// calls, on the batched and the general path) may stop it part way, but the world stays
 /// consistent: the next transaction settles what was left reserved, the identity invariant
@@ -730,15 +683,18 @@ fn a_panic_inside_transact_leaves_the_world_consistent() {
                 calls: 0,
                 panic_at: u32::MAX,
             };
-            let a = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(1)], &mut entropy).unwrap();
+            let a =
+                PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(1)], &mut entropy).unwrap();
             p.inner
                 .transact(&Transaction {
                     label: "setup".into(),
                     commands: vec![TxCommand::Create { spawn: a.clone() }],
                 })
                 .unwrap();
-            let b = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(2)], &mut entropy).unwrap();
-            let c = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(3)], &mut entropy).unwrap();
+            let b =
+                PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(2)], &mut entropy).unwrap();
+            let c =
+                PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(3)], &mut entropy).unwrap();
             let mut commands = vec![
                 TxCommand::Create { spawn: b.clone() },
                 TxCommand::Create { spawn: c.clone() },
@@ -746,7 +702,7 @@ fn a_panic_inside_transact_leaves_the_world_consistent() {
             if !all_creates {
                 commands.push(TxCommand::Update {
                     id: a.id,
-                    components: vec![hp(9)],
+                    components: vec![hp_value(9)],
                 });
             }
             let tx = Transaction {
@@ -770,7 +726,8 @@ fn a_panic_inside_transact_leaves_the_world_consistent() {
                 Err(e) => panic!("{ctx}: retry {e:?}"),
             }
             assert!(w.check_identity_invariant().is_ok(), "{ctx}");
-            let d = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(4)], &mut entropy).unwrap();
+            let d =
+                PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(4)], &mut entropy).unwrap();
             let fresh = w.transact(&Transaction {
                 label: "fresh".into(),
                 commands: vec![TxCommand::Create { spawn: d.clone() }],
@@ -786,9 +743,9 @@ fn a_panic_inside_transact_leaves_the_world_consistent() {
     }
 }
 
-/// A panic in the batched-create path after its ids were reserved (found by the review: every
-/// later transaction then created an entity, failed to bind its id and returned `ForeignPool`
-/// with the entity left behind). The next transaction settles the reservations and succeeds.
+/// A panic in the batched-create path after its ids were reserved: the next transaction
+/// settles the reservations and succeeds (left unsettled, every later transaction would create
+/// an entity, fail to bind its id and return `ForeignPool` with the entity left behind).
 #[test]
 fn a_later_transaction_settles_the_reservations_a_panic_left() {
     use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -798,7 +755,7 @@ fn a_later_transaction_settles_the_reservations_a_panic_left() {
         calls: 0,
         panic_at: 4, // `create_batch`'s `parts()` inside `transact_creates`
     };
-    let b = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(2)], &mut entropy).unwrap();
+    let b = PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(2)], &mut entropy).unwrap();
     let tx = Transaction {
         label: "t".into(),
         commands: vec![TxCommand::Create { spawn: b.clone() }],
@@ -816,14 +773,14 @@ fn a_later_transaction_settles_the_reservations_a_panic_left() {
     assert!(w.check_identity_invariant().is_ok());
 }
 
-/// The same leftover reservation used to make a later `restore` destroy the current stable
-/// entities and then fail; now the restore settles it and succeeds.
+/// The same leftover reservation must not make a later `restore` destroy the current stable
+/// entities and then fail: the restore settles it and succeeds.
 #[test]
 fn a_later_restore_settles_the_reservations_a_panic_left() {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let mut entropy = SeqEntropy::new(6);
-    let a = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(1)], &mut entropy).unwrap();
-    let b = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(2)], &mut entropy).unwrap();
+    let a = PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(1)], &mut entropy).unwrap();
+    let b = PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(2)], &mut entropy).unwrap();
     // The checkpoint to restore later: a world holding b.
     let mut other = sim(8);
     other
@@ -869,7 +826,7 @@ fn an_authored_entity_without_identity_restores_and_then_round_trips() {
         entities: vec![CheckpointEntity {
             id,
             identity: None,
-            components: vec![hp(3)],
+            components: vec![hp_value(3)],
         }],
     };
     let mut w = sim(4);
@@ -891,7 +848,7 @@ fn an_authored_entity_without_identity_restores_and_then_round_trips() {
 #[test]
 fn a_delete_in_the_same_transaction_does_not_free_the_other_namespaces_key() {
     let mut entropy = SeqEntropy::new(9);
-    let s = PreparedSpawn::prepare_values::<Sim, _>(vec![hp(1)], &mut entropy).unwrap();
+    let s = PreparedSpawn::prepare_values::<Sim, _>(vec![hp_value(1)], &mut entropy).unwrap();
     let PersistentId::Spawned(u) = s.id else {
         unreachable!()
     };

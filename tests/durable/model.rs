@@ -24,6 +24,8 @@ use ludus::world::{
 };
 use proptest::prelude::*;
 
+use crate::support::Follow;
+
 /// A position (grouped with [`Vel`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
@@ -33,20 +35,6 @@ pub struct Pos(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
 #[repr(C)]
 pub struct Vel(pub u32);
-
-/// A component with an entity-typed field (declared in `entity_refs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Follow {
-    /// The followed entity (any handle: live, stale, foreign, null).
-    pub target: EntityId,
-}
-
-impl EntityRefs for Follow {
-    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
-        visit(&mut self.target);
-    }
-}
 
 ludus::world! {
     struct Level { pos: Pos, vel: Vel, follow: Follow }
@@ -1473,11 +1461,11 @@ fn run(ops: Vec<Op>, size: Size, colliding: bool) {
     }
 }
 
-/// Regression (found by this model): two bound sources in two instance scopes, one fixed id for
-/// both copies (so the two new keys differ only in their scope) and keys whose hashes are equal
-/// (a leaked secret). A reservation used to match every key with its tag, so the second one was
-/// refused as taken (`MintError::Conflict`) though no key was bound or reserved twice; now a
-/// reservation matches its own key only.
+/// A case the model found: two bound sources in two instance scopes, one fixed id for both
+/// copies (so the two new keys differ only in their scope) and keys whose hashes are equal (a
+/// leaked secret). A reservation matches its own key only: matching every key with its tag
+/// would refuse the second one as taken (`MintError::Conflict`) though no key was bound or
+/// reserved twice.
 #[test]
 fn a_reservation_is_matched_by_its_whole_key() {
     let mut w = Level::try_new_durable(4, DurableConfig::default()).unwrap();
@@ -1511,15 +1499,11 @@ fn a_reservation_is_matched_by_its_whole_key() {
     );
 }
 
-/// The properties' configuration: `cases` cases, `miri_cases` under Miri (which runs every
-/// tests/*.rs, far slower).
+/// The properties' configuration: `cases` cases, `miri_cases` under Miri (far slower).
 fn config(cases: u32, miri_cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::with_cases(if cfg!(miri) { miri_cases } else { cases });
+    let mut config = crate::support::proptest_config(cases, miri_cases);
     // ChaCha (the default generator) dominates the run time of an unoptimized build.
     config.rng_algorithm = proptest::test_runner::RngAlgorithm::XorShift;
-    if cfg!(miri) {
-        config.failure_persistence = None; // Miri's isolation forbids the file system
-    }
     config
 }
 

@@ -1,25 +1,21 @@
-//! Regression tests for broken durable-identity guarantees found by an adversarial review, each
-//! reached through the safe API only: a panic in user code inside `duplicate` (the entropy
-//! source, an `EntityRefs` impl), a foreign registry given to `prune`, durable parts swapped
-//! between worlds, a roster that switches parts mid-duplicate. CI runs this file in debug, in
-//! release and under Miri.
+//! Durable-identity guarantees that user code reachable from the safe API cannot break: a
+//! panic inside `duplicate` (in the entropy source, in an `EntityRefs` impl) leaves no
+//! reservation and no copy, a foreign registry given to `prune` drops nothing, durable parts
+//! swapped between worlds describe no entity, and a hand-written roster that switches parts,
+//! links a copy or leaves a reservation behind mid-duplicate is refused with every binding
+//! naming a live entity. CI runs these in debug, in release and under Miri.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use bytemuck::{Pod, Zeroable};
 use ludus::identity::test_entropy::SeqEntropy;
-use ludus::identity::{
-    EntropyError, EntropySource, InstanceId, PersistentObjectKey, SourceObjectId,
-};
+use ludus::identity::{EntropyError, EntropySource, PersistentObjectKey, SourceObjectId};
 use ludus::prelude::*;
 use ludus::world::{
     ActivationError, CandidateRejection, EntityRegistry, NoCatalog, WorldBindingTable,
 };
 
-/// A position.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos(pub f32);
+use crate::support::{key, Pos};
 
 /// A link whose `EntityRefs` panics when it points at slot 7.
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
@@ -47,19 +43,6 @@ ludus::world! {
         pub bomb: Bomb,
     }
     entity_refs { Bomb }
-}
-
-fn id<T: std::str::FromStr>(n: u128) -> T
-where
-    T::Err: std::fmt::Debug,
-{
-    let bytes = (n.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ n).to_le_bytes();
-    let u = uuid::Builder::from_random_bytes(bytes).into_uuid();
-    u.to_string().parse().unwrap()
-}
-
-fn key(instance: u128, object: u128) -> PersistentObjectKey {
-    PersistentObjectKey::new(id::<InstanceId>(instance), id::<SourceObjectId>(object))
 }
 
 fn level(capacity: usize) -> Level {
@@ -104,7 +87,8 @@ impl EntropySource for PanicEntropy {
 
 /// A panic in the entropy source, after one key was reserved, releases the reservation: the
 /// table stays consistent, and the next duplicate binds its copy in its own source's scope
-/// (it used to publish the aborted call's reservation, so unloading instance 1 destroyed it).
+/// (publishing the aborted call's reservation instead would let unloading instance 1 destroy
+/// it).
 /// The caller's `out` contents are never taken for copies.
 #[test]
 fn a_panicking_entropy_source_leaves_no_reservation() {
@@ -169,7 +153,7 @@ fn a_panicking_entity_refs_impl_leaves_no_copy() {
 }
 
 /// `prune` and `try_resolve_mut` given another registry drop nothing (every entity reads as
-/// dead there, so a live binding used to be dropped as stale).
+/// dead there, so a live binding would look stale).
 #[test]
 fn a_foreign_registry_prunes_nothing() {
     let mut a = EntityRegistry::try_with_capacity(4).unwrap();
@@ -255,11 +239,11 @@ impl EntropySource for Scripting {
     }
 }
 
-/// Found by a review of the world's resolve without the registry read: a roster that hands
-/// out another pair for `duplicate`'s creates (script `0b1`), its publication (`0b10`) or both
-/// used to leave a binding in one table naming a slot of the other registry (resolved by the
-/// world's own table though not alive there), or a reservation count its table did not hold.
-/// Now the duplicate is refused and every binding of both tables names a live entity.
+/// The world's resolve trusts its table without a registry read, so no table may hold a
+/// binding its registry does not back: a roster that hands out another pair for
+/// `duplicate`'s creates (script `0b1`), its publication (`0b10`) or both would leave a binding
+/// in one table naming a slot of the other registry, or a reservation count its table does not
+/// hold. The duplicate is refused and every binding of both tables names a live entity.
 #[test]
 fn a_roster_switching_pairs_mid_duplicate_publishes_no_foreign_binding() {
     for script in [0b1u64, 0b10, 0b11] {
@@ -383,10 +367,10 @@ fn sound(w: &Level, what: &str) {
     );
 }
 
-/// Found by a review: a roster that parented the source under its own copy between the
-/// creates and the publication made the copy its own parent (a cycle the outliner and
-/// `destroy_subtree` never left). The publication now refuses when a copy is no longer blank,
-/// and the copies are destroyed.
+/// A roster that parents the source under its own copy between the creates and the
+/// publication would make the copy its own parent (a cycle the outliner and `destroy_subtree`
+/// never leave). The publication refuses when a copy is no longer blank, and the copies are
+/// destroyed.
 #[test]
 fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
     for call in 1..10 {
@@ -417,10 +401,10 @@ fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
     }
 }
 
-/// Found by a review: a reservation left behind (the roster handed the panic handler's cleanup
-/// a disabled part) was dropped as stale by a later activation of its key, which uncounted a
-/// binding `len` never counted (a debug build then panicked inside `destroy`; a release build
-/// wrapped). Now the activation is refused (`KeyReserved`) and the next duplicate releases the
+/// A reservation left behind (the roster handed the panic handler's cleanup a disabled part)
+/// must not be dropped as stale by a later activation of its key, which would uncount a
+/// binding `len` never counted (a debug build would panic inside `destroy`; a release build
+/// would wrap): the activation is refused (`KeyReserved`) and the next duplicate releases the
 /// leftover reservations first.
 #[test]
 fn a_leftover_reservation_is_never_dropped_as_stale() {

@@ -1,5 +1,9 @@
-//! Durable identity in the world: binding table statuses, destruction order, names and
-//! hierarchy, protection, unload/reload, duplication all or nothing.
+//! Durable identity in the world: every resolve status of the binding table, activation
+//! validated whole, destruction detaching a binding before its slot is reused, unload and
+//! reload, names, parents and the outliner, orphan policies, protection, duplication
+//! (references remapped, all or nothing), the name budget, counts, a crafted collision set
+//! refused at the probe limit, no allocation after init, tickets, selections, `entity_refs`
+//! checks and `respawn` detaching like a destroy.
 
 use bytemuck::{Pod, Zeroable};
 use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
@@ -10,24 +14,7 @@ use ludus::world::{
     InvalidReference, OrphanPolicy,
 };
 
-/// A position.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Pos(pub f32);
-
-/// A component with an entity-typed field.
-#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
-#[repr(C)]
-pub struct Follow {
-    /// The followed entity.
-    pub target: EntityId,
-}
-
-impl EntityRefs for Follow {
-    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
-        visit(&mut self.target);
-    }
-}
+use crate::support::{id, key, Follow, Pos};
 
 ludus::world! {
     /// The test world.
@@ -38,20 +25,6 @@ ludus::world! {
         pub follow: Follow,
     }
     entity_refs { Follow }
-}
-
-fn id<T: std::str::FromStr>(n: u128) -> T
-where
-    T::Err: std::fmt::Debug,
-{
-    let u =
-        uuid::Builder::from_random_bytes((n.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ n).to_le_bytes())
-            .into_uuid();
-    u.to_string().parse().unwrap()
-}
-
-fn key(instance: u128, object: u128) -> PersistentObjectKey {
-    PersistentObjectKey::new(id::<InstanceId>(instance), id::<SourceObjectId>(object))
 }
 
 fn level(capacity: usize) -> Level {
