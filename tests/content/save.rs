@@ -1,9 +1,7 @@
 //! Save: world → version-2 record through the reverse binding, in canonical entity order;
 //! save → restore → save is byte-identical; references survive the round trip.
 
-mod content_common;
-
-use content_common::*;
+use crate::common::*;
 use ludus::content::{restore_world, save_world, save_world_bytes, EntityV2, SaveError, WorldV2};
 use ludus::identity::PersistentObjectKey;
 use ludus::prelude::*;
@@ -291,7 +289,7 @@ fn the_failure_reported_is_the_first_in_uuid_order() {
 
 /// A pool swapped in from another world (the world's pool fields are public) is refused: its
 /// entries would otherwise be saved under this world's entities of the same slot and
-/// generation (a review of restore found the same gap there).
+/// generation (restore refuses it the same way).
 #[test]
 fn a_swapped_in_pool_is_refused() {
     let (mut a, mut b) = (level(8), level(8));

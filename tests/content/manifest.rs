@@ -268,16 +268,8 @@ fn world(ids: &[String]) -> WorldV1 {
     }
 }
 
-fn cases() -> ProptestConfig {
-    ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 256 },
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
 proptest! {
-    #![proptest_config(cases())]
+    #![proptest_config(crate::support::proptest_config_unpersisted(256, 4))]
 
     /// Generated manifests are valid, round-trip exactly, and their bytes are canonical.
     #[test]

@@ -1,12 +1,10 @@
-//! Level files (seed 004): strict reading with one fixture per rejection rule, the level-file
+//! Level files: strict reading with one fixture per rejection rule, the level-file
 //! UUID policy (versions 1–8), a second insert of a uuid refused, canonical bytes, and restore
 //! building the hierarchy with forward parent references, all or nothing.
 
-mod content_common;
-
 use std::path::{Path, PathBuf};
 
-use content_common::*;
+use crate::common::*;
 use ludus::content::{
     restore_level, restore_level_from_slice, LevelErrorKind as L, LevelFile, RestoreErrorKind as K,
     Shape,
@@ -122,7 +120,7 @@ const REJECTIONS: &[(&str, usize, Check)] = &[
 ];
 
 /// The valid fixture, compiled in (Miri isolates the file system).
-const VALID: &[u8] = include_bytes!("fixtures/content/level/valid.json");
+const VALID: &[u8] = include_bytes!("../fixtures/content/level/valid.json");
 
 #[test]
 #[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]

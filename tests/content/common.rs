@@ -1,11 +1,12 @@
-//! The world, records and state snapshots the content restore, save, level and fuzz tests
-//! share.
+//! What the content tests share: the world, records and state snapshots of the restore, save,
+//! level, duplicate and fuzz tests, and the byte edits the robustness tests apply to documents.
 #![allow(dead_code)]
 
 use bytemuck::{Pod, Zeroable};
 use ludus::content::{EntityV2, Properties, WorldV2};
 use ludus::identity::{AssetId, InstanceId, SourceObjectId};
 use ludus::prelude::*;
+use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -172,4 +173,46 @@ pub fn normalized(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Where an edit lands in bytes of a given length plus one.
+pub trait At {
+    fn at(&self, size: usize) -> usize;
+}
+
+impl At for prop::sample::Index {
+    fn at(&self, size: usize) -> usize {
+        self.index(size)
+    }
+}
+
+/// Applies byte edits (position, byte, op: 0 overwrite, 1 insert, 2 remove) in order.
+pub fn mutate(mut bytes: Vec<u8>, edits: &[(impl At, u8, u8)]) -> Vec<u8> {
+    for (at, byte, op) in edits {
+        let i = at.at(bytes.len() + 1);
+        match op {
+            0 if i < bytes.len() => bytes[i] = *byte,
+            1 => bytes.insert(i, *byte),
+            _ if i < bytes.len() => {
+                bytes.remove(i);
+            }
+            _ => {}
+        }
+    }
+    bytes
+}
+
+/// `1..max` edits of bytes drawn from `alphabet`.
+pub fn edits(
+    alphabet: &'static [u8],
+    max: usize,
+) -> impl Strategy<Value = Vec<(prop::sample::Index, u8, u8)>> {
+    prop::collection::vec(
+        (
+            any::<prop::sample::Index>(),
+            prop::sample::select(alphabet.to_vec()),
+            0u8..3,
+        ),
+        1..max,
+    )
 }

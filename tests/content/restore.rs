@@ -2,11 +2,9 @@
 //! every refusal leaving the whole world unchanged (capacity, an unresolved link last, a
 //! duplicate identity, malformed components, budgets), plus the rollback after pass 1.
 
-mod content_common;
-
 use std::path::Path;
 
-use content_common::*;
+use crate::common::*;
 use ludus::content::{
     restore_world, restore_world_failing, restore_world_from_slice, FailPoint, RecordErrorKind,
     RestoreErrorKind as K, Step, WorldV2,
@@ -319,7 +317,7 @@ fn the_streaming_reader_takes_any_member_order_and_declines_escaped_labels() {
 
 /// A pool swapped in from another world (the world's pool fields are public) is refused before
 /// pass 1: the restore creates nothing, so nothing is left alive when pass 2 could not insert
-/// (a review found two pass-1 entities left alive and the counters advanced).
+/// (without the check, two pass-1 entities would be left alive and the counters advanced).
 #[test]
 fn a_swapped_in_pool_is_refused_before_pass_one() {
     let (mut a, mut b) = (level(8), level(8));

@@ -1,11 +1,9 @@
-//! Record duplication (seed 000 stage 4): fresh ids checked against the record and each other,
+//! Record duplication: fresh ids checked against the record and each other,
 //! internal references remapped, external ones kept, the whole record re-emitted; placement
 //! duplication; all or nothing on a malformed record, an unknown selection, failing entropy and
 //! an unresolved conflict.
 
-mod content_common;
-
-use content_common::*;
+use crate::common::*;
 use ludus::content::{
     duplicate_entities, duplicate_placements, restore_world, DuplicateError, Placement,
 };
@@ -228,16 +226,8 @@ mod model {
     use super::*;
     use proptest::prelude::*;
 
-    fn cases() -> ProptestConfig {
-        ProptestConfig {
-            cases: if cfg!(miri) { 1 } else { 128 },
-            failure_persistence: None,
-            ..ProptestConfig::default()
-        }
-    }
-
     proptest! {
-        #![proptest_config(cases())]
+        #![proptest_config(crate::support::proptest_config_unpersisted(128, 1))]
 
         /// Duplication against a plain model: every selected entity gets a fresh v4 id, the
         /// originals are untouched, a clone's link points at the clone of its target when the
