@@ -1,7 +1,7 @@
-//! Record duplication: fresh ids checked against the record and each other,
-//! internal references remapped, external ones kept, the whole record re-emitted; placement
-//! duplication; all or nothing on a malformed record, an unknown selection, failing entropy and
-//! an unresolved conflict.
+//! Record duplication: fresh ids checked against the record and each other, internal
+//! references remapped, external ones kept, the whole record re-emitted; placement duplication;
+//! all or nothing on a malformed record, an unknown selection, failing entropy and an
+//! unresolved conflict.
 
 use crate::common::*;
 use ludus::content::{

@@ -1,6 +1,6 @@
-//! Level files: strict reading with one fixture per rejection rule, the level-file
-//! UUID policy (versions 1–8), a second insert of a uuid refused, canonical bytes, and restore
-//! building the hierarchy with forward parent references, all or nothing.
+//! Level files: strict reading with one fixture per rejection rule, the level-file UUID policy
+//! (versions 1–8), a second insert of a uuid refused, canonical bytes, and restore building the
+//! hierarchy with forward parent references, all or nothing.
 
 use std::path::{Path, PathBuf};
 

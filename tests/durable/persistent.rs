@@ -204,7 +204,7 @@ fn collisions_and_repeated_creates_are_rejected_whole() {
         Err(TxError::Command { index: 1, .. })
     ));
     // Delete then create again with the same id in one transaction is an explicit reissue:
-    // allowed (the seed's invariant is not a tombstone ledger).
+    // allowed (the identity invariant is not a tombstone ledger).
     w.transact(&tx(vec![TxCommand::Delete { id: a.id }, create(&a)]))
         .unwrap();
 }

@@ -82,8 +82,9 @@ fn one_member_group_three_deep_spawn_b_first() {
     assert_eq!(a.len(), 2);
 }
 
-/// The spawn-order bug reaches a group query: `abc()` returns one entity's `A`, `B` beside
-/// another's `C`.
+/// Spawn order as a group query sees it: after spawns whose types come in another order than
+/// the groups' and removals that unpack, `abc()` still returns each row's `A`, `B` and `C` from
+/// one entity (packing type by type would pair one entity's `A`, `B` with another's `C`).
 #[test]
 fn spawn_order_bug_makes_abc_pair_different_entities() {
     for removed in 0..3 {
@@ -121,8 +122,8 @@ ludus::world! {
     groups { ab(a: A, b: B), cd(c: C, d: D), abcd(a: A, b: B, c: C, d: D) }
 }
 
-/// Two disjoint groups nested in a third: even the declaration-order bundle breaks `cd`
-/// (packing `A` visits `abcd` before `cd`, which does not contain `A`).
+/// Two disjoint groups nested in a third: a declaration-order bundle keeps `cd` packed too
+/// (packing type by type from `A` would visit `abcd` before `cd`, which does not contain `A`).
 #[test]
 fn disjoint_nested_groups_break_on_a_plain_spawn() {
     let mut w = Q::try_new(16).unwrap();
@@ -133,7 +134,8 @@ fn disjoint_nested_groups_break_on_a_plain_spawn() {
     assert_eq!(ids.len(), 2, "both C+D holders are in `cd`");
 }
 
-/// Commit packs after each insert (one component at a time): not affected.
+/// A command-buffer spawn in outer-first order: the commit packs after each insert (one
+/// component at a time) and keeps every group packed.
 #[test]
 fn command_spawn_in_outer_first_order_is_fine() {
     let mut w = N::try_new(16).unwrap();
