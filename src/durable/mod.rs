@@ -6,6 +6,34 @@
 //! This layer sits on top of the world: it names the world's public operations and
 //! implements the core's destroy hook, and nothing in [`world`](mod@crate::world) names it.
 //! See `docs/durable.md` and `docs/persistent.md`.
+//!
+//! Durability is chosen per world type: a world declared `durable` has the tables and the
+//! operations,
+//!
+//! ```
+//! use ludus::prelude::*;
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } durable }
+//! let mut w = W::try_new_durable(4, DurableConfig::default()).unwrap();
+//! let e = w.spawn((Hp(1),)).unwrap();
+//! w.set_name(e, "x").unwrap();
+//! assert_eq!(w.name(e), Ok("x"));
+//! ```
+//!
+//! and a plain world has neither (its destroys pay nothing for them):
+//!
+//! ```compile_fail,E0599
+//! use ludus::prelude::*;
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Hp(u32);
+//! ludus::world! { struct W { hp: Hp } }
+//! let mut w = W::try_new(4).unwrap();
+//! let e = w.spawn((Hp(1),)).unwrap();
+//! w.set_name(e, "x"); // error[E0599]: `W` is not a durable roster
+//! ```
 
 pub(crate) mod binding;
 pub(crate) mod checkpoint;

@@ -1,0 +1,269 @@
+//! Level files: strict reading with one fixture per rejection rule, the level-file UUID policy
+//! (versions 1–8), a second insert of a uuid refused, canonical bytes, and restore building the
+//! hierarchy with forward parent references, all or nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use ludus::content::{
+    restore_level, restore_level_from_slice, LevelErrorKind as L, LevelFile, RestoreErrorKind as K,
+    Shape,
+};
+use ludus::identity::UuidError;
+use ludus::prelude::*;
+
+fn read(name: &str) -> (PathBuf, Vec<u8>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/content/level")
+        .join(name);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+type Check = fn(&L) -> bool;
+
+/// (fixture, line of the offending value, kind).
+const REJECTIONS: &[(&str, usize, Check)] = &[
+    ("syntax.json", 23, |k| {
+        matches!(k, L::Shape(Shape::Syntax { .. }))
+    }),
+    (
+        "duplicate-member.json",
+        23,
+        |k| matches!(k, L::Shape(Shape::DuplicateMember { name }) if name == "name"),
+    ),
+    (
+        "unknown-member-handle.json",
+        23,
+        |k| matches!(k, L::Shape(Shape::UnknownMember { name }) if name == "handle"),
+    ),
+    (
+        "unknown-member-root.json",
+        4,
+        |k| matches!(k, L::Shape(Shape::UnknownMember { name }) if name == "document"),
+    ),
+    ("missing-member.json", 20, |k| {
+        matches!(k, L::Shape(Shape::MissingMember { name: "parent" }))
+    }),
+    ("wrong-type.json", 24, |k| {
+        matches!(
+            k,
+            L::Shape(Shape::WrongType {
+                expected: "an object"
+            })
+        )
+    }),
+    ("unsupported-format.json", 2, |k| {
+        matches!(k, L::UnsupportedFormat { .. })
+    }),
+    ("unsupported-version.json", 3, |k| {
+        matches!(k, L::UnsupportedVersion { .. })
+    }),
+    ("nil-uuid.json", 21, |k| {
+        matches!(
+            k,
+            L::InvalidUuid {
+                reason: UuidError::Nil,
+                ..
+            }
+        )
+    }),
+    ("version-0-uuid.json", 21, |k| {
+        matches!(
+            k,
+            L::InvalidUuid {
+                reason: UuidError::Version { found: 0 },
+                ..
+            }
+        )
+    }),
+    ("version-9-uuid.json", 21, |k| {
+        matches!(
+            k,
+            L::InvalidUuid {
+                reason: UuidError::Version { found: 9 },
+                ..
+            }
+        )
+    }),
+    ("variant-uuid.json", 21, |k| {
+        matches!(
+            k,
+            L::InvalidUuid {
+                reason: UuidError::Variant { found: 0xc },
+                ..
+            }
+        )
+    }),
+    ("braced-uuid.json", 21, |k| {
+        matches!(
+            k,
+            L::InvalidUuid {
+                reason: UuidError::Length { found: 38 },
+                ..
+            }
+        )
+    }),
+    ("repeated-uuid.json", 27, |k| {
+        matches!(k, L::RepeatedUuid { .. })
+    }),
+    ("unresolved-parent.json", 29, |k| {
+        matches!(k, L::UnresolvedParent { .. })
+    }),
+    ("parent-cycle.json", 23, |k| matches!(k, L::ParentCycle)),
+    ("self-parent.json", 23, |k| matches!(k, L::ParentCycle)),
+    (
+        "invalid-component-name.json",
+        31,
+        |k| matches!(k, L::InvalidComponentName { name } if name == "h p"),
+    ),
+];
+
+/// The valid fixture, compiled in (Miri isolates the file system).
+const VALID: &[u8] = include_bytes!("../fixtures/content/level/valid.json");
+
+#[test]
+#[cfg_attr(miri, ignore = "reads fixture files; Miri isolates the file system")]
+fn every_rejection_rule_has_a_fixture_and_a_position() {
+    let mut wrong = Vec::new();
+    for (name, line, check) in REJECTIONS {
+        let (path, bytes) = read(name);
+        let err = LevelFile::from_slice(&path, &bytes).unwrap_err();
+        assert!(check(&err.kind), "{name}: {err}");
+        if err.line != *line {
+            wrong.push(format!("{name}: {err}"));
+            continue;
+        }
+        assert!(
+            err.to_string().contains(&format!("{name}:{line}:")),
+            "{err}"
+        );
+        // Restoring the bytes refuses the same way and leaves the world alone.
+        let mut w = level(8);
+        let before = snapshot(&w, true);
+        let err = restore_level_from_slice(&path, &bytes, None, &mut w).unwrap_err();
+        assert!(
+            matches!(&err.kind, K::Level(k) if check(k)),
+            "{name}: {err}"
+        );
+        assert_eq!(snapshot(&w, true), before);
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn the_valid_level_reads_canonically_and_accepts_versions_one_to_eight() {
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
+    let versions: Vec<usize> = level
+        .entities
+        .iter()
+        .map(|e| e.uuid.get_version_num())
+        .collect();
+    assert_eq!(versions, [4, 7, 1]);
+    assert_eq!(
+        String::from_utf8(level.to_bytes()).unwrap(),
+        String::from_utf8(bytes).unwrap()
+    );
+    for v in 1..=8u128 {
+        let mut l = level.clone();
+        let u = uuid::Uuid::from_u128(0x1190_a5c2_7b1e_0c3d_9e4f_5a6b_7c8d_9e0f | (v << 76));
+        l.entities[0].uuid = u;
+        l.check().unwrap_or_else(|e| panic!("version {v}: {e:?}"));
+    }
+}
+
+#[test]
+fn restore_builds_the_hierarchy_with_forward_parents() {
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
+    let mut w = level_world();
+    let r = restore_level(&level, None, &mut w).unwrap();
+    let [door, room, guard] = r.entities[..] else {
+        panic!()
+    };
+    assert_eq!(w.parent(door).unwrap(), Some(room), "a forward parent");
+    assert_eq!(w.parent(guard).unwrap(), Some(room));
+    assert_eq!(w.parent(room).unwrap(), None);
+    assert_eq!(
+        w.children(room).collect::<Vec<_>>(),
+        [door, guard],
+        "file order"
+    );
+    assert_eq!(w.name(door).unwrap(), "door");
+    assert_eq!(
+        w.get::<Enemy>(door).unwrap().target,
+        guard,
+        "a forward reference"
+    );
+    assert_eq!(w.get::<Hp>(guard), Some(&Hp { hp: 7 }));
+    assert_eq!(
+        w.durable().bindings().len(),
+        0,
+        "no instance: nothing bound"
+    );
+}
+
+fn level_world() -> Level {
+    level(16)
+}
+
+#[test]
+fn binding_needs_version_four_uuids_and_refusals_change_nothing() {
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level = LevelFile::from_slice(path, &bytes).unwrap();
+    let mut w = level_world();
+    let before = snapshot(&w, true);
+    let err = restore_level(&level, Some(instance(0)), &mut w).unwrap_err();
+    assert!(matches!(err.kind, K::Unbindable { .. }), "{err}");
+    assert_eq!(snapshot(&w, true), before);
+    // All version 4: bound.
+    let mut v4 = level.clone();
+    for (i, e) in v4.entities.iter_mut().enumerate() {
+        e.uuid = object(i as u64).as_uuid();
+    }
+    v4.entities[0].parent = Some(object(1).as_uuid());
+    v4.entities[2].parent = Some(object(1).as_uuid());
+    v4.entities[0]
+        .components
+        .get_mut("enemy")
+        .unwrap()
+        .insert("target".into(), serde_json::json!(uuid_text(2)));
+    let r = restore_level(&v4, Some(instance(0)), &mut w).unwrap();
+    assert_eq!(w.key_of(r.entities[2]).unwrap().object, object(2));
+    // A second restore under the same instance: a duplicate identity, nothing changes.
+    let before = snapshot(&w, true);
+    let err = restore_level(&v4, Some(instance(0)), &mut w).unwrap_err();
+    assert!(matches!(err.kind, K::DuplicateIdentity { .. }), "{err}");
+    assert_eq!(snapshot(&w, true), before);
+    // An unresolved reference in the last entity.
+    let mut bad = v4.clone();
+    bad.entities[2].components.insert(
+        "enemy".into(),
+        props(serde_json::json!({"target": uuid_text(77), "speed": 1})),
+    );
+    let err = restore_level(&bad, Some(instance(1)), &mut w).unwrap_err();
+    assert!(matches!(err.kind, K::UnresolvedReference { .. }), "{err}");
+    assert_eq!(snapshot(&w, true), before);
+}
+
+/// As for World records: a pool swapped in from another world is refused before pass 1, and
+/// the world (counters included) is as it was.
+#[test]
+fn a_swapped_in_pool_is_refused_before_pass_one() {
+    let (path, bytes) = (Path::new("valid.json"), VALID.to_vec());
+    let level_file = LevelFile::from_slice(path, &bytes).unwrap();
+    let (mut a, mut b) = (level_world(), level_world());
+    let before = snapshot(&a, true);
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    let err = restore_level(&level_file, None, &mut a).unwrap_err();
+    std::mem::swap(&mut a.hp, &mut b.hp);
+    assert!(
+        matches!(
+            err.kind,
+            K::World(DurableError::World(WorldError::ForeignPool))
+        ),
+        "{err}"
+    );
+    assert_eq!(snapshot(&a, true), before, "counters included");
+}

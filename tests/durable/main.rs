@@ -1,0 +1,14 @@
+//! Durable identity in the world: the binding table (activation, resolve, unload and reload,
+//! duplication), names and the hierarchy, protection, persistent spawn, transactions,
+//! checkpoints and replay; each also against a model over random operation sequences.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod hierarchy;
+mod model;
+mod persistent;
+#[cfg(not(miri))]
+mod persistent_model;
+mod sim;
+mod world;

@@ -1,0 +1,51 @@
+//! The simulation world the persistent-identity tests share: positions and hit points, in a
+//! durable world in its structural phase.
+
+use bytemuck::{Pod, Zeroable};
+use ludus::durable::{ComponentValue, HexBytes};
+use ludus::prelude::*;
+
+/// A position.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Pos {
+    /// x.
+    pub x: f32,
+    /// y.
+    pub y: f32,
+}
+
+/// Hit points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Hp(pub u32);
+
+ludus::world! {
+    /// The simulation world.
+    pub struct Sim {
+        /// Positions.
+        pub pos: Pos,
+        /// Hit points.
+        pub hp: Hp,
+    }
+    durable
+}
+
+/// A durable `Sim` of `capacity` entities and `name_bytes` of names, in the structural phase.
+pub fn durable_sim(capacity: usize, name_bytes: usize) -> Sim {
+    let config = DurableConfig {
+        name_bytes,
+        ..DurableConfig::default()
+    };
+    let mut w = Sim::try_new_durable(capacity, config).unwrap();
+    w.begin_structural();
+    w
+}
+
+/// Hit points `v` as a transaction's component value.
+pub fn hp_value(v: u32) -> ComponentValue {
+    ComponentValue {
+        component: "hp".into(),
+        bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
+    }
+}
