@@ -2,7 +2,7 @@
 //! entity-typed fields travel.
 //!
 //! A world's components map to record components **by name**: the roster's field names
-//! ([`Roster::NAMES`](crate::world::Roster::NAMES)) are the component names of the record.
+//! ([`Roster::NAMES`](crate::world::roster::Roster::NAMES)) are the component names of the record.
 //! Each component's properties are its serde form ([`RecordComponent`]: `Pod` + `Serialize` +
 //! `DeserializeOwned`, a blanket impl), so a `#[derive(Serialize, Deserialize)]` struct is a
 //! record component. Entity-typed fields are the ones the component's
@@ -46,7 +46,8 @@ use uuid::Uuid;
 
 use crate::durable::{DurableRoster, EntityRefs};
 use crate::durable::{RefList, RefVisitor};
-use crate::world::{ComponentList, EntityId, Roster};
+use crate::world::roster::{ComponentList, Roster};
+use crate::world::EntityId;
 
 /// A component that World records carry: plain data with a serde form (its properties).
 /// Implemented for every such type.

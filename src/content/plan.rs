@@ -39,7 +39,8 @@ use crate::durable::{
     Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
 };
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
-use crate::world::{insert_value, roster_intact, EntityId, Roster, WorldError};
+use crate::world::roster::Roster;
+use crate::world::{insert_value, roster_intact, EntityId, WorldError};
 use serde_json::Value;
 
 /// One entity of a plan.

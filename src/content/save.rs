@@ -27,7 +27,8 @@ use crate::hint::{prefetch, prefetch_bytes};
 use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
-use crate::world::{EntityId, PoolsRefList, WorldError};
+use crate::world::roster::PoolsRefList;
+use crate::world::{EntityId, WorldError};
 
 /// Why a world was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

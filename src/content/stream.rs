@@ -31,7 +31,7 @@ use super::mapping::{component_index, RecordComponent, RecordList, RecordVisitor
 use super::plan::Plan;
 use super::record::{is_component_name, is_schema_name};
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId};
-use crate::world::Roster;
+use crate::world::roster::Roster;
 
 /// The state of one streaming read.
 struct Reader<'de> {

@@ -1,5 +1,5 @@
 //! The `world!` roster macro: a thin shell. It declares the struct and implements
-//! [`Roster`](crate::world::Roster) (the component and group type lists, and borrows of the
+//! [`Roster`](crate::world::roster::Roster) (the component and group type lists, and borrows of the
 //! fields); every algorithm is generic Rust in [`WorldOps`](crate::world::WorldOps).
 
 /// Declares a world: one [`EntityRegistry`](crate::world::EntityRegistry) and one
@@ -15,7 +15,7 @@
 ///
 /// The struct `Game<A = Global>` gets read-only fields `registry` and `durable` (the binding
 /// table, names and hierarchy: `docs/durable.md`) and one pool field per component (with the
-/// visibility you write); it implements [`Roster`](crate::world::Roster)
+/// visibility you write); it implements [`Roster`](crate::world::roster::Roster)
 /// and [`Stores<T>`](crate::world::Stores) for each component type. Every operation is a
 /// method of [`WorldOps`](crate::world::WorldOps) (bring it into scope with
 /// `use ludus::prelude::*`): `create`, `create_batch`, `spawn`, `spawn_batch`, `destroy`,
@@ -124,14 +124,14 @@ macro_rules! world {
                 }
             )*)?
         }
-        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::world::Roster for $name<__LudusAlloc> {
+        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::world::roster::Roster for $name<__LudusAlloc> {
             type Alloc = __LudusAlloc;
             type Components = $crate::world!(@list $($ty),+);
             type Groups = $crate::world!(@list $($( $crate::world!(@list $($gty),+) ),*)?);
             type Hooks = $hooks;
             const NAMES: &'static [&'static str] = &[$(stringify!($field)),+];
             #[inline(always)]
-            fn hooked_parts(&mut self) -> $crate::world::HookedParts<'_, Self> {
+            fn hooked_parts(&mut self) -> $crate::world::roster::HookedParts<'_, Self> {
                 (&mut self.registry, &mut self.__ludus_hooks, $crate::world!(@mut self; $($field),+))
             }
             #[inline(always)]
@@ -139,7 +139,7 @@ macro_rules! world {
                 &self.__ludus_hooks
             }
             #[inline(always)]
-            fn parts_ref(&self) -> $crate::world::PartsRef<'_, Self> {
+            fn parts_ref(&self) -> $crate::world::roster::PartsRef<'_, Self> {
                 (&*self.registry, $crate::world!(@ref self; $($field),+))
             }
         }

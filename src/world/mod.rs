@@ -96,19 +96,30 @@ pub use query::column::{
     opt, without, Column, ColumnMut, ColumnRef, IntoColumn, Opt, OptMut, OptRef, Without,
 };
 pub use query::join::{join, IntoJoin, Join, JoinPlan};
-pub use query::pool_access::{GroupQuery, PoolAccess, PoolQuery};
 pub use raw::dense::MAX_GROUP_MEMBERS;
 pub use raw::keys::{EntityId, EntityKey, EntityTag, Owners, OwnersIter};
 pub use store::error::{CommandError, InitError, Rejection, WorldError};
-pub use store::hooks::EntityHooks;
 pub use store::pool::{ComponentPool, SELECT_BLOCK};
 pub use store::read_only::ReadOnly;
 pub use store::registry::{EntityRegistry, MAX_CAPACITY};
-pub use store::roster::{
-    ComponentList, GroupList, GroupVisitor, HookedParts, Parts, PartsRef, PoolVisitor, PoolsMut,
-    PoolsMutList, PoolsRef, PoolsRefList, Roster, Stores, TypeVisitor,
-};
-pub use world_ops::WorldOps;
+pub use store::roster::Stores;
+pub use world_ops::{WorldDiagnostics, WorldOps};
+
+/// The plumbing of [`world!`](crate::world!) and of hand-written rosters: the [`Roster`]
+/// trait, the type lists through which generic code visits a world's pools, the typed pool
+/// queries, and the [`EntityHooks`] a world runs around each destroy. A program that declares
+/// its worlds with `world!` names none of these.
+///
+/// [`Roster`]: roster::Roster
+/// [`EntityHooks`]: roster::EntityHooks
+pub mod roster {
+    pub use crate::world::query::pool_access::{GroupQuery, PoolAccess, PoolQuery};
+    pub use crate::world::store::hooks::EntityHooks;
+    pub use crate::world::store::roster::{
+        ComponentList, GroupList, GroupVisitor, HookedParts, Parts, PartsRef, PoolVisitor,
+        PoolsMut, PoolsMutList, PoolsRef, PoolsRefList, Roster, TypeVisitor,
+    };
+}
 
 /// Paths the [`world!`](crate::world!) expansion names. Hidden because it is no API of its
 /// own: re-exports of the allocator trait and the default allocator, so user crates need no

@@ -145,7 +145,7 @@ pub trait WorldOps: Roster {
     /// Destroys `entity`: leaves every owned group, is removed from every pool, then its
     /// registry slot is released (generation advanced or slot retired).
     ///
-    /// The world's [hooks](crate::world::EntityHooks) hear of it first: a durable world
+    /// The world's [hooks](crate::world::roster::EntityHooks) hear of it first: a durable world
     /// detaches the entity (its binding removed, its children reparented, its name dropped).
     ///
     /// # Errors
@@ -481,7 +481,15 @@ pub trait WorldOps: Roster {
         pools.visit(&mut sort);
         sort.sorted
     }
+}
 
+impl<R: Roster> WorldOps for R {}
+
+/// A world's self-checks and test seams, apart from its operations: each check walks every pool
+/// or group (`O(n)` or more) and answers whether the world's invariants hold. For tests, fuzzers
+/// and debugging; implemented for every [`Roster`]. Not in the prelude: bring it into scope
+/// with `use ludus::world::WorldDiagnostics`.
+pub trait WorldDiagnostics: Roster {
     /// Checks every owned group's invariant (O(n)); for tests and debugging.
     fn check_groups(&self) -> bool {
         let pools = self.parts_ref().1;
@@ -531,7 +539,7 @@ pub trait WorldOps: Roster {
     }
 }
 
-impl<R: Roster> WorldOps for R {}
+impl<R: Roster> WorldDiagnostics for R {}
 
 #[cfg(test)]
 mod tests {

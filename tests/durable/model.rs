@@ -22,6 +22,7 @@ use ludus::identity::{
     UuidError, MINT_ATTEMPTS, TERMINAL_GENERATION,
 };
 use ludus::prelude::*;
+use ludus::world::WorldDiagnostics;
 use ludus::world::{CommandError, Rejection};
 use proptest::prelude::*;
 

@@ -650,20 +650,20 @@ impl ludus::durable::DurableRoster for Panicky {
     type Refs = <Sim as ludus::durable::DurableRoster>::Refs;
 }
 
-impl ludus::world::Roster for Panicky {
+impl ludus::world::roster::Roster for Panicky {
     type Alloc = ludus::world::__private::Global;
-    type Components = <Sim as ludus::world::Roster>::Components;
-    type Groups = <Sim as ludus::world::Roster>::Groups;
+    type Components = <Sim as ludus::world::roster::Roster>::Components;
+    type Groups = <Sim as ludus::world::roster::Roster>::Groups;
     type Hooks = ludus::durable::Durable;
-    const NAMES: &'static [&'static str] = <Sim as ludus::world::Roster>::NAMES;
-    fn hooked_parts(&mut self) -> ludus::world::HookedParts<'_, Self> {
+    const NAMES: &'static [&'static str] = <Sim as ludus::world::roster::Roster>::NAMES;
+    fn hooked_parts(&mut self) -> ludus::world::roster::HookedParts<'_, Self> {
         self.calls += 1;
         if self.calls == self.panic_at {
             panic!("roster panicked at call {}", self.calls);
         }
         self.inner.hooked_parts()
     }
-    fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
+    fn parts_ref(&self) -> ludus::world::roster::PartsRef<'_, Self> {
         self.inner.parts_ref()
     }
     fn hooks(&self) -> &Self::Hooks {

@@ -13,6 +13,7 @@ use ludus::durable::{
 use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
 use ludus::identity::{EntropyError, InstanceId, MintError, PersistentObjectKey, SourceObjectId};
 use ludus::prelude::*;
+use ludus::world::WorldDiagnostics;
 
 use crate::support::{id, key, Follow, Pos};
 

@@ -12,7 +12,8 @@ use ludus::durable::{ActivationError, CandidateRejection, NoCatalog, WorldBindin
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::{EntropyError, EntropySource, PersistentObjectKey, SourceObjectId};
 use ludus::prelude::*;
-use ludus::world::{EntityRegistry, HookedParts};
+use ludus::world::roster::HookedParts;
+use ludus::world::EntityRegistry;
 
 use crate::support::{key, Pos};
 
@@ -210,7 +211,7 @@ impl ludus::durable::DurableRoster for Twin {
     type Refs = ();
 }
 
-impl ludus::world::Roster for Twin {
+impl ludus::world::roster::Roster for Twin {
     type Alloc = ludus::world::__private::Global;
     type Components = ();
     type Groups = ();
@@ -227,7 +228,7 @@ impl ludus::world::Roster for Twin {
     fn hooks(&self) -> &Self::Hooks {
         &self.d_a
     }
-    fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
+    fn parts_ref(&self) -> ludus::world::roster::PartsRef<'_, Self> {
         (&self.reg_a, ())
     }
 }
@@ -315,12 +316,12 @@ impl ludus::durable::DurableRoster for Hook {
     type Refs = <Level as ludus::durable::DurableRoster>::Refs;
 }
 
-impl ludus::world::Roster for Hook {
+impl ludus::world::roster::Roster for Hook {
     type Alloc = ludus::world::__private::Global;
-    type Components = <Level as ludus::world::Roster>::Components;
-    type Groups = <Level as ludus::world::Roster>::Groups;
+    type Components = <Level as ludus::world::roster::Roster>::Components;
+    type Groups = <Level as ludus::world::roster::Roster>::Groups;
     type Hooks = ludus::durable::Durable;
-    const NAMES: &'static [&'static str] = <Level as ludus::world::Roster>::NAMES;
+    const NAMES: &'static [&'static str] = <Level as ludus::world::roster::Roster>::NAMES;
     fn hooked_parts(&mut self) -> HookedParts<'_, Self> {
         self.calls += 1;
         let n = self.calls;
@@ -335,7 +336,7 @@ impl ludus::world::Roster for Hook {
         }
         self.inner.hooked_parts()
     }
-    fn parts_ref(&self) -> ludus::world::PartsRef<'_, Self> {
+    fn parts_ref(&self) -> ludus::world::roster::PartsRef<'_, Self> {
         self.inner.parts_ref()
     }
     fn hooks(&self) -> &Self::Hooks {

@@ -10,10 +10,9 @@ use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ludus::prelude::*;
-use ludus::world::{
-    CommandError, ComponentList, ComponentPool, EntityRegistry, GroupList, HookedParts, PartsRef,
-    ReadOnly, Rejection, Roster,
-};
+use ludus::world::roster::{ComponentList, GroupList, HookedParts, PartsRef, Roster};
+use ludus::world::WorldDiagnostics;
+use ludus::world::{CommandError, ComponentPool, EntityRegistry, ReadOnly, Rejection};
 
 use crate::support::{keys_unique, A, B, C};
 

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use ludus::world::WorldDiagnostics;
 use ludus::world::{
     cluster, join, opt, without, CommandBuffer, ComponentPool, EntityRegistry, WorldOps,
 };

@@ -11,9 +11,9 @@
 //!   two joins against a model after each operation.
 
 use bytemuck::cast_slice;
-use ludus::world::{
-    join, CommandBuffer, HookedParts, Owners, PartsRef, Roster, Stores, WorldError, WorldOps,
-};
+use ludus::world::roster::{HookedParts, PartsRef, Roster};
+use ludus::world::WorldDiagnostics;
+use ludus::world::{join, CommandBuffer, Owners, Stores, WorldError, WorldOps};
 use ludus::EntityId;
 use std::collections::HashMap;
 

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use ludus::world::WorldDiagnostics;
 use ludus::world::{
     cluster, join, opt, without, ClusterError, CommandBuffer, ComponentPool, EntityRegistry, Join,
     JoinPlan, WorldOps,

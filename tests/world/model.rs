@@ -2,6 +2,7 @@
 //! operation sequences, with live, stale and foreign handles: once with one group, once with
 //! nested groups (`ab` inside which `abc` packs: every pool but one serves two groups).
 
+use ludus::world::WorldDiagnostics;
 use ludus::world::WorldOps;
 use std::collections::{HashMap, HashSet};
 

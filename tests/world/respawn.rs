@@ -7,10 +7,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use bytemuck::{Pod, Zeroable};
-use ludus::world::{
-    cluster, join, CommandBuffer, HookedParts, JoinPlan, PartsRef, Roster, Stores, WorldError,
-    WorldOps,
-};
+use ludus::world::roster::{HookedParts, PartsRef, Roster};
+use ludus::world::WorldDiagnostics;
+use ludus::world::{cluster, join, CommandBuffer, JoinPlan, Stores, WorldError, WorldOps};
 use ludus::EntityId;
 
 use crate::support::{keys_unique, sg, Rng, A, B, C, D, E};
@@ -64,7 +63,7 @@ impl Roster for Sneaky {
                 if *calls == 0 {
                     self.trick = Trick::None;
                     let rev = self.w.registry.structural_revision();
-                    assert!(WorldOps::test_hook_advance_counters(self, u64::MAX, rev));
+                    assert!(WorldDiagnostics::test_hook_advance_counters(self, u64::MAX, rev));
                 } else {
                     *calls -= 1;
                 }

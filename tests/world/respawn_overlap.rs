@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use ludus::world::WorldDiagnostics;
 use ludus::world::{cluster, join, opt, without, CommandBuffer, JoinPlan, WorldOps};
 use ludus::EntityId;
 
@@ -273,7 +274,8 @@ fn a_dropped_type_unpacks_its_group_around_the_shared_rows() {
 // respawn: whatever the commit returns, the world's invariants hold.
 // ---------------------------------------------------------------------------------------------
 
-use ludus::world::{HookedParts, PartsRef, Roster, Stores};
+use ludus::world::roster::{HookedParts, PartsRef, Roster};
+use ludus::world::Stores;
 
 pub struct Hostile {
     pub w: W,

@@ -1,6 +1,7 @@
 //! The `world!` roster: destroy order, phases, groups, joins and commands.
 
 use bytemuck::{Pod, Zeroable};
+use ludus::world::WorldDiagnostics;
 use ludus::world::WorldOps;
 use ludus::world::{join, CommandBuffer, CommandError, InitError, Rejection, WorldError};
 use ludus::EntityId;

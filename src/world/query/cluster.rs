@@ -28,7 +28,7 @@
 //! (it visits the runs whose signature holds every column, all of them pools with the stamp).
 //! A pool that left the cluster keeps its bit in the recorded signatures: an entity that lost
 //! or gained a row there since stays in its run, so the runs plan yields ascending *recorded*
-//! signature, then slot. [`WorldOps::check_clusters`](crate::world::world_ops::WorldOps::check_clusters) checks
+//! signature, then slot. [`WorldDiagnostics::check_clusters`](crate::world::world_ops::WorldDiagnostics::check_clusters) checks
 //! the invariant.
 //!
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,

@@ -121,7 +121,7 @@ pub trait PoolVisitor<A: Allocator + Clone + 'static> {
 /// own cannot stand in for it (its pools could then be visited twice, or not at all).
 ///
 /// ```compile_fail,E0277
-/// use ludus::world::{ComponentList, PoolsMutList, PoolsRefList, TypeVisitor};
+/// use ludus::world::roster::{ComponentList, PoolsMutList, PoolsRefList, TypeVisitor};
 /// struct Mine;
 /// impl ComponentList for Mine { // error[E0277]: the sealing trait is not implemented
 ///     const LEN: usize = 0;
