@@ -44,8 +44,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::durable::roster::{RefList, RefVisitor};
 use crate::durable::{DurableRoster, EntityRefs};
-use crate::durable::{RefList, RefVisitor};
 use crate::world::roster::{ComponentList, Roster};
 use crate::world::EntityId;
 

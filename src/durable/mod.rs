@@ -66,8 +66,12 @@ pub use persistent::{
     MAX_COMMAND_COMPONENTS,
 };
 pub use selection::{Selection, SelectionEntry, SelectionError};
-pub use tables::{
-    try_bind_durable, Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs, RefList,
-    RefVisitor,
-};
+pub use tables::{Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs};
+
+/// The plumbing of durable worlds: the type list of a roster's entity-referencing components and
+/// the bind step that `world!`'s durable constructors call. A program that declares its worlds
+/// with `world!` names none of these.
+pub mod roster {
+    pub use crate::durable::tables::{try_bind_durable, RefList, RefVisitor};
+}
 pub use ticket::{OperationTicket, StaleCompletion};

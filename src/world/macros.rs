@@ -156,7 +156,7 @@ macro_rules! world {
      durable $( { entity_refs { $( $rty:ty ),* $(,)? } } )?) => {
         $crate::world!(@world [$crate::durable::Durable<__LudusAlloc>; try_new_durable, try_new_durable_in
             (config: $crate::durable::DurableConfig); $crate::world::ReadOnly::try_new_durable;
-            $crate::durable::try_bind_durable] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
+            $crate::durable::roster::try_bind_durable] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
         impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::durable::DurableRoster for $name<__LudusAlloc> {
             type Refs = $crate::world!(@list $($($rty),*)?);
         }

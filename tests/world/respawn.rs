@@ -63,7 +63,11 @@ impl Roster for Sneaky {
                 if *calls == 0 {
                     self.trick = Trick::None;
                     let rev = self.w.registry.structural_revision();
-                    assert!(WorldDiagnostics::test_hook_advance_counters(self, u64::MAX, rev));
+                    assert!(WorldDiagnostics::test_hook_advance_counters(
+                        self,
+                        u64::MAX,
+                        rev
+                    ));
                 } else {
                     *calls -= 1;
                 }
