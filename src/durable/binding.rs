@@ -1,4 +1,4 @@
-//! [`WorldBindingTable`]: durable keys ↔ runtime handles at the world boundary (seeds 000, 003).
+//! [`WorldBindingTable`]: durable keys ↔ runtime handles at the world boundary.
 //!
 //! Two derived mappings, published and removed together:
 //!

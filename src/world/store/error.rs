@@ -99,8 +99,8 @@ pub enum WorldError {
     /// belongs to another world).
     #[error("pool belongs to another registry")]
     ForeignPool,
-    /// The entity is protected (seed 004's World Settings): it cannot be destroyed,
-    /// duplicated or reparented.
+    /// The entity is protected (a durable world's `set_protected`, as for a level's World
+    /// Settings): it cannot be destroyed, duplicated or reparented.
     #[error("entity is protected")]
     Protected,
     /// A component type the world does not store (a command's, or one a hand-written roster
