@@ -95,8 +95,8 @@ pub enum WorldError {
     /// The structural-revision counter reached its limit.
     #[error("structural revision exhausted")]
     RevisionExhausted,
-    /// The pool was initialized against another registry (or the world's durable part
-    /// belongs to another world).
+    /// The pool was initialized against another registry (or the world's hooks serve
+    /// another registry).
     #[error("pool belongs to another registry")]
     ForeignPool,
     /// The entity is protected (a durable world's `set_protected`, as for a level's World
