@@ -7,6 +7,8 @@
 //!   handles.
 //! * [`memory`] — allocation domains with counters, backends and a fixed-capacity arena.
 //! * [`world`](mod@world) — the entity registry, component pools, phases, commands and joins.
+//! * [`durable`] — durable identity for worlds declared `durable`: the binding table, names and
+//!   hierarchy, duplication, tickets, stable ids, transactions and checkpoints.
 //! * [`content`] — World records (version 1 and 2), the identity migration manifest, atomic
 //!   publication, and the `ludus-cook identity` commands.
 //!

@@ -33,7 +33,7 @@ use crate::world::{EntityId, WorldError};
 /// Why a world was not saved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SaveError {
-    /// The world has no durable tables, or its durable part is another registry's.
+    /// The world's durable tables are empty (a world of no capacity) or another registry's.
     #[error(transparent)]
     World(#[from] DurableError),
     /// The schema name breaks the schema-name rule.

@@ -11,7 +11,7 @@
 //! The fast path may also decline what is valid but rare (a label written with JSON escapes);
 //! the tree reader then accepts it.
 //!
-//! The differential test (`tests/content_fuzz.rs`) checks that both readers restore the same
+//! The differential test (`tests/content/fuzz.rs`) checks that both readers restore the same
 //! world from every input the fast one accepts.
 
 use core::hash::BuildHasher;

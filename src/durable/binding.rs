@@ -1,4 +1,4 @@
-//! [`WorldBindingTable`]: durable keys ↔ runtime handles at the world boundary (seeds 000, 003).
+//! [`WorldBindingTable`]: durable keys ↔ runtime handles at the world boundary.
 //!
 //! Two derived mappings, published and removed together:
 //!
@@ -1139,11 +1139,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// The checked form reads the registry's entry of the slot. `ATTACHED` (the table of a
     /// world, looked up with that world's registry) skips that read when the owners match: a
     /// world detaches a slot's binding before it releases the slot (`WorldOps::destroy` and
-    /// `ops::destroy_run` are its only releases, and the registry is read-only outside them),
-    /// activation binds only live entities, and a duplication publishes only copies alive in
+    /// `structural::destroy_run` are its only releases, and the registry is read-only outside
+    /// them), activation binds only live entities, and a duplication publishes only copies alive in
     /// the registry of the table it publishes to, so every binding of its table names a live
-    /// entity (`tests/world_durable_model.rs` resolves every key after every operation;
-    /// `tests/world_durable_adversarial.rs` tries a roster that switches parts). A
+    /// entity (`tests/durable/model.rs` resolves every key after every operation;
+    /// `tests/soundness/durable.rs` tries a roster that switches parts). A
     /// reservation, whose slot lies beyond every registry slot, is never live.
     #[inline(always)]
     fn is_live_binding<B: Allocator + Clone, const ATTACHED: bool>(

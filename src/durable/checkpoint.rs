@@ -1,5 +1,5 @@
 //! Checkpoints keyed by stable ids, their canonical bytes and SHA-256 digest, restore, and
-//! deterministic replay of a transaction log (seed 002).
+//! deterministic replay of a transaction log.
 //!
 //! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record and every
 //! component value by roster name — never a handle, owner, slot or address. Its canonical

@@ -1,4 +1,4 @@
-//! Runtime duplication (seed 000 stage 4, seed 004): one graph transaction over a world.
+//! Runtime duplication: one graph transaction over a world.
 
 use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;

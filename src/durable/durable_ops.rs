@@ -1,9 +1,10 @@
-//! [`DurableOps`]: the durable-identity operations of every world (binding, resolve, names,
-//! hierarchy, protection, subtree destroy, unload, duplication, outliner, counts), generic over
-//! its [`Roster`] like [`WorldOps`].
+//! [`DurableOps`]: the durable-identity operations of every durable world (binding, resolve,
+//! names, hierarchy, protection, subtree destroy, unload, duplication, outliner, counts),
+//! generic over its [`DurableRoster`] as [`WorldOps`] is over its roster.
 //!
-//! They need a world made with `try_new_durable` (else [`DurableError::Disabled`]) and check
-//! that its durable part belongs to its registry. Every failing operation changes nothing.
+//! They need durable tables with room for entities (a world of no capacity has none: else
+//! [`DurableError::Disabled`]) and check that the tables belong to the world's registry. Every
+//! failing operation changes nothing.
 
 use crate::durable::binding::{Activation, BindingKind, NoCatalog, ResidencyCatalog, Resolution};
 use crate::durable::duplicate_graph;
@@ -18,8 +19,8 @@ use crate::world::store::error::WorldError;
 use crate::world::store::roster::ComponentList;
 use crate::world::world_ops::WorldOps;
 
-/// The durable-identity operations of every world (module docs). Bring them into scope with
-/// `use ludus::prelude::*`.
+/// The durable-identity operations of every durable world (a world declared `durable` in
+/// [`world!`](crate::world!); module docs). Bring them into scope with `use ludus::prelude::*`.
 pub trait DurableOps: WorldOps + DurableRoster {
     /// Publishes a batch of bindings, all or nothing (see
     /// [`WorldBindingTable::try_activate`](crate::durable::binding::WorldBindingTable::try_activate)).

@@ -1,5 +1,4 @@
-//! [`Hierarchy`]: names, parent links, ordered children and protection, per registry slot
-//! (seed 004).
+//! [`Hierarchy`]: names, parent links, ordered children and protection, per registry slot.
 //!
 //! One 32-byte node per slot links a live entity to its parent, its first and last child and
 //! its siblings (slot + 1, 0 meaning none), so children keep insertion order and appending,
@@ -23,7 +22,7 @@ use crate::world::store::reserve::filled;
 /// What happens to the children of a destroyed entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OrphanPolicy {
-    /// Each child becomes a root (seed 004's policy), keeping its own subtree.
+    /// Each child becomes a root, keeping its own subtree (the default).
     #[default]
     Detach,
     /// The children take the destroyed entity's place under its parent, in order.

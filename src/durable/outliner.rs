@@ -1,4 +1,4 @@
-//! Observability: the outliner view and the world's counts (seed 000, seed 004).
+//! Observability: the outliner view and the world's counts.
 
 use allocator_api2::alloc::Allocator;
 
@@ -20,7 +20,8 @@ pub struct OutlinerRow<'w> {
     pub name: &'w str,
 }
 
-/// Observability counts of a world (seed 000, "Debugging and observability").
+/// Observability counts of a world: its slots and entities, the binding table, references and
+/// tickets, links and the name arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WorldCounts {
     /// Slots fixed at init.

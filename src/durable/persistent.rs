@@ -1,10 +1,10 @@
-//! Persistent spawn, atomic transactions and the identity invariant (seed 002).
+//! Persistent spawn, atomic transactions and the identity invariant.
 //!
 //! An entity of a durable world may carry a stable [`PersistentId`] (`spawned:<uuid>` or
 //! `authored:<digest>`), held in the world's stable-id index beside the binding table. The id
 //! *is* the entity's identity component: it is published only by an accepted transaction or a
 //! restore, removed only with the whole entity, and no other path can set, change or remove it —
-//! so the seed's invariant (every spawned-namespace entity carries a canonical id and a matching
+//! so the identity invariant (every spawned-namespace entity carries a canonical id and a matching
 //! identity; any identity equals its entity's stable id; a surviving entity's identity never
 //! changes) holds by construction: transactions and restores accept canonical ids only, and
 //! never two ids with the same key bytes. [`PersistentOps::check_identity_invariant`] checks the

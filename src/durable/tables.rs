@@ -86,8 +86,9 @@ pub struct DurableCounters {
     pub stale_completions: u64,
 }
 
-/// The durable-identity part of a world (module docs). Read it through the world's `durable`
-/// field; it changes only through the world's [`DurableOps`](crate::durable::durable_ops::DurableOps).
+/// The durable-identity part of a world (module docs). Read it through
+/// [`DurableRoster::durable`] (`w.durable()`); it changes only through the world's
+/// [`DurableOps`](crate::durable::durable_ops::DurableOps).
 pub struct Durable<A: Allocator + Clone = Global> {
     owner: OwnerToken,
     pub(crate) bindings: WorldBindingTable<A>,

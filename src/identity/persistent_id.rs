@@ -1,4 +1,4 @@
-//! [`PersistentId`]: the stable id of a persistent entity, in one of two namespaces (seed 002).
+//! [`PersistentId`]: the stable id of a persistent entity, in one of two namespaces.
 //!
 //! - `spawned:<uuid>`: a runtime spawn, minted once at ingress as a version-4 UUID. The
 //!   namespace is reserved: authored content can never claim it.

@@ -26,7 +26,7 @@ const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 pub enum UuidPolicy {
     /// Durable Ludus identity: version 4 with the RFC 9562 variant.
     DurableV4,
-    /// Level-file identity (seed 004): any RFC 9562 version 1 to 8 with the RFC variant.
+    /// Level-file identity: any RFC 9562 version 1 to 8 with the RFC variant.
     LevelFile,
 }
 

@@ -3,8 +3,8 @@
 //! The byte API of `&AllocationDomain` finds the calling thread's shard on every call: the mode
 //! (exact or sharded), the thread's slot from thread-local storage and its range, then the
 //! shard's address. A `BoundDomain` leases a slot once, when it is made, so its calls go
-//! straight to the shard: seed 001 §11.3's "revise counter placement" for allocation-heavy
-//! loops, without a thread registry or a per-thread heap (the backend is the domain's).
+//! straight to the shard: the counter placement for allocation-heavy loops, without a thread
+//! registry or a per-thread heap (the backend is the domain's).
 //!
 //! ```text
 //! AllocationDomain::try_allocate   mode? -> TLS slot -> slot < 64? -> shards[slot] -> update

@@ -1,7 +1,7 @@
 //! The byte API of [`AllocationDomain`]: `try_allocate`, `free` and `try_reallocate`, with
 //! their validation-ledger and activity-capture hooks.
 //!
-//! It follows seed 001 §7.1 row by row: zero size is an empty success (`Ok(None)`) that
+//! The byte API contract: zero size is an empty success (`Ok(None)`) that
 //! touches neither backend nor counters; freeing `None` is a no-op; a free needs the original
 //! domain and layout; a resize is one logical record; a failed resize leaves pointer, contents
 //! and live counters unchanged (only `failures` moves).

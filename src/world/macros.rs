@@ -3,38 +3,51 @@
 //! fields); every algorithm is generic Rust in [`WorldOps`](crate::world::WorldOps).
 
 /// Declares a world: one [`EntityRegistry`](crate::world::EntityRegistry) and one
-/// [`ComponentPool`](crate::world::ComponentPool) per component, with optional owned groups.
+/// [`ComponentPool`](crate::world::ComponentPool) per component, with optional owned groups,
+/// and, with a `durable` clause, durable identity.
 ///
 /// ```text
 /// ludus::world! {
 ///     pub struct Game { pub position: Position, pub velocity: Velocity, pub health: Health }
-///     groups { moving(position: Position, velocity: Velocity) }
-///     entity_refs { Target }   // optional: components with EntityId fields (EntityRefs)
+///     groups { moving(position: Position, velocity: Velocity) }   // optional
+/// }
+/// ludus::world! {
+///     pub struct Level { pub position: Position, pub follow: Follow }
+///     durable { entity_refs { Follow } }   // or `durable` alone
 /// }
 /// ```
 ///
-/// The struct `Game<A = Global>` gets read-only fields `registry` and `durable` (the binding
-/// table, names and hierarchy: `docs/durable.md`) and one pool field per component (with the
-/// visibility you write); it implements [`Roster`](crate::world::roster::Roster)
-/// and [`Stores<T>`](crate::world::Stores) for each component type. Every operation is a
-/// method of [`WorldOps`](crate::world::WorldOps) (bring it into scope with
-/// `use ludus::prelude::*`): `create`, `create_batch`, `spawn`, `spawn_batch`, `destroy`,
-/// `insert`, `remove`, `insert_batch`, `remove_batch`, `get`, `get_mut`, `contains`, `pool`,
-/// `pool_mut`, `pools_mut`, `split_mut`, `group_mut`, `commit`, `begin_structural`,
-/// `end_structural`, `clear_pending`; the durable-identity operations are methods of
-/// [`DurableOps`](crate::durable::DurableOps). The macro adds four constructors, `try_new(capacity)`,
-/// `try_new_in(capacity, alloc)`, and with durable tables `try_new_durable(capacity, config)` and
-/// `try_new_durable_in(capacity, config, alloc)` (all memory at init; a failed init consumes no
-/// owner token),
-/// and one method per group, `moving()`, returning `(Owners, &mut [Position], &mut
-/// [Velocity])`: the packed prefix of the members' dense arrays, in the same order.
+/// The struct `Game<A = Global>` gets a read-only field `registry`, a private field holding
+/// the world's destroy hooks, and one pool field per component (with the visibility you write);
+/// it implements [`Roster`](crate::world::roster::Roster) and [`Stores<T>`](crate::world::Stores) for
+/// each component type. Every operation is a method of [`WorldOps`](crate::world::WorldOps)
+/// (bring it into scope with `use ludus::prelude::*`): `create`, `create_batch`, `spawn`,
+/// `spawn_batch`, `destroy`, `insert`, `remove`, `insert_batch`, `remove_batch`, `get`,
+/// `get_mut`, `contains`, `pool`, `pool_mut`, `pools_mut`, `split_mut`, `group_mut`, `commit`,
+/// `begin_structural`, `end_structural`, `clear_pending`.
+///
+/// Without the `durable` clause the world is plain: its hooks are `()` (its destroys pay
+/// nothing for durable identity), it has no durable methods, and its constructors are
+/// `try_new(capacity)` and `try_new_in(capacity, alloc)`. With it the hooks are the world's
+/// [`Durable`](crate::durable::Durable) tables (the binding table, names and hierarchy:
+/// `docs/durable.md`, read through `w.durable()`), the world implements
+/// [`DurableRoster`](crate::durable::DurableRoster) (its `Refs` are the `entity_refs` types:
+/// the components with `EntityId` fields, [`EntityRefs`](crate::durable::EntityRefs), which
+/// duplication, save and restore remap) and so has the methods of [`DurableOps`](crate::durable::DurableOps),
+/// [`PersistentOps`](crate::durable::PersistentOps) and
+/// [`CheckpointOps`](crate::durable::CheckpointOps), and its constructors are
+/// `try_new_durable(capacity, config)` and `try_new_durable_in(capacity, config, alloc)` (no
+/// `try_new`). Every constructor takes all memory at init; a failed init consumes no owner
+/// token. The macro also adds one method per group, `moving()`, returning `(Owners, &mut
+/// [Position], &mut [Velocity])`: the packed prefix of the members' dense arrays, in the same
+/// order.
 ///
 /// Component types must be distinct [`bytemuck::Pod`] types (a repeated type is a compile
 /// error: conflicting `Stores` impls); groups that share a pool must be nested (EnTT's nested
 /// groups: `moving(position: Position, velocity: Velocity)` and `swirling(position: Position,
 /// velocity: Velocity, rotation: Rotation)` are both zips of slices, the larger group's prefix
 /// inside the smaller one's), and a group has 1 to
-/// [`MAX_GROUP_MEMBERS`](crate::world::MAX_GROUP_MEMBERS) members (`try_new` fails with
+/// [`MAX_GROUP_MEMBERS`](crate::world::MAX_GROUP_MEMBERS) members (the constructor fails with
 /// `GroupOverlap` otherwise). Field and group names must differ from each other and from
 /// `registry`, the one name the macro reserves.
 ///

@@ -5,7 +5,7 @@
 //! See `docs/world.md` for the data layout, invariants and iteration order.
 //!
 //! A value borrowed from a pool cannot outlive a structural change (the borrow checker
-//! enforces the seed's "borrowed until structural mutation"):
+//! enforces "borrowed until the next structural change"):
 //!
 //! ```compile_fail,E0502
 //! use ludus::prelude::*;

@@ -114,7 +114,7 @@ fn colliding_object(o: u128) -> SourceObjectId {
     SourceObjectId::from_uuid(shared_prefix(2000 + o)).unwrap()
 }
 
-/// A leaked secret (see `tests/world_durable.rs`): each half of the keyed hash mixes a key's
+/// A leaked secret (see `tests/durable/world.rs`): each half of the keyed hash mixes a key's
 /// first word with the secret's, so with the shared first word as the secret every key made of
 /// an [`instance`] and a [`colliding_object`] hashes alike. Bindings then overflow their home
 /// group, lookups compare keys whose hashes are equal, and deletions shift entries back.

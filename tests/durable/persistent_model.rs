@@ -639,7 +639,7 @@ fn random_walk_larger() {
     }
 }
 
-/// A hand-written roster over a `Sim` whose `durable_parts` panics at call `panic_at`.
+/// A hand-written roster over a `Sim` whose `hooked_parts` panics at call `panic_at`.
 struct Panicky {
     inner: Sim,
     calls: u32,
@@ -671,7 +671,7 @@ impl ludus::world::roster::Roster for Panicky {
     }
 }
 
-/// A panic inside a transaction (a hand-written roster's `durable_parts`, at each of its
+/// A panic inside a transaction (a hand-written roster's `hooked_parts`, at each of its
 /// calls, on the batched and the general path) may stop it part way, but the world stays
 /// consistent: the next transaction settles what was left reserved, the identity invariant
 /// holds, an id the retry reports live is bound, and fresh ids bind.

@@ -197,7 +197,7 @@ fn a_swapped_durable_part_describes_no_entity() {
 }
 
 /// A hand-written roster holding two self-consistent (registry, durable) pairs: each
-/// `durable_parts` call hands out pair B when the low bit of `script` is set (the script
+/// `hooked_parts` call hands out pair B when the low bit of `script` is set (the script
 /// shifts by one per call), pair A otherwise.
 struct Twin {
     reg_a: ludus::world::ReadOnly<EntityRegistry>,
@@ -296,11 +296,11 @@ fn a_roster_switching_pairs_mid_duplicate_publishes_no_foreign_binding() {
     }
 }
 
-/// Something a [`Hook`] does to its world from inside a `durable_parts` call.
+/// Something a [`Hook`] does to its world from inside a `hooked_parts` call.
 type Action = Box<dyn FnMut(&mut Level)>;
 
 /// A hand-written roster over a `Level` that runs scripted world operations inside its
-/// `durable_parts` (user code called in the middle of every world operation), or hands out a
+/// `hooked_parts` (user code called in the middle of every world operation), or hands out a
 /// spare durable part (never attached to a registry) at chosen calls.
 struct Hook {
     inner: Level,

@@ -3,8 +3,8 @@
 //! pools, lying or pool-hiding rosters, commits stopped half way, buffers outliving or
 //! outrunning their marks, stale handles, roster type lists, batch spawns, parts moved between
 //! world types. Each must be refused at compile time (see the `compile_fail` doctests in
-//! `world/mod.rs` and `world/registry.rs`) or with a typed error or panic before any state
-//! changes. CI runs these in debug, in release and under Miri.
+//! `src/world/mod.rs`, `src/world/store/registry.rs`, `src/world/store/read_only.rs` and
+//! `src/world/store/roster.rs`) or with a typed error or panic before any state changes. CI runs these in debug, in release and under Miri.
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};

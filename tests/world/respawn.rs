@@ -1,4 +1,4 @@
-//! `CommandBuffer::respawn`: a roster that changes the world from inside `durable_parts`
+//! `CommandBuffer::respawn`: a roster that changes the world from inside `hooked_parts`
 //! during a commit (a second entry for one slot; a create failing after the in-place release)
 //! is refused without harm, and a differential test of respawn against the destroy and spawn
 //! it stands for (random commits on nested groups, clusters, shared layout stamps, durable
@@ -20,12 +20,12 @@ ludus::world! {
 
 // ---------------------------------------------------------------------------------------------
 // A hand-written roster (wrapping a `world!` world) that changes the world from inside
-// `durable_parts`, user code called in the middle of a commit.
+// `hooked_parts`, user code called in the middle of a commit.
 // ---------------------------------------------------------------------------------------------
 
 pub enum Trick {
     None,
-    /// On the `n`-th `durable_parts` call from now, insert an `A(666)` into whatever entity
+    /// On the `n`-th `hooked_parts` call from now, insert an `A(666)` into whatever entity
     /// lives at `slot` when it has no A (the commit's freshly created entity).
     SneakA {
         slot: u32,
@@ -54,7 +54,7 @@ impl Roster for Sneaky {
                 if let Some(e) = self.w.registry.live_at(*slot) {
                     if e.generation() >= *min_gen {
                         self.trick = Trick::None;
-                        // Through the world itself (re-enters `durable_parts`, disarmed).
+                        // Through the world itself (re-enters `hooked_parts`, disarmed).
                         WorldOps::insert(self, e, A(666)).unwrap();
                     }
                 }
@@ -89,9 +89,9 @@ impl Stores<B> for Sneaky {}
 const BIG: usize = 64 * 20;
 
 /// Not respawn-specific, but the respawn fallback goes through it: a commit applies a bundle's
-/// create and each of its fresh inserts through separate `durable_parts` calls, and a fresh
+/// create and each of its fresh inserts through separate `hooked_parts` calls, and a fresh
 /// insert trusts that nothing inserted a `T` since the create. A roster that inserts from
-/// inside `durable_parts` tries to break that: were the pool to hold the slot twice, a join
+/// inside `hooked_parts` tries to break that: were the pool to hold the slot twice, a join
 /// would hand out two `&mut` to one value.
 fn sneak_into_commit(respawn: bool) -> (Sneaky, Vec<EntityId>) {
     let mut s = Sneaky {
@@ -116,7 +116,7 @@ fn sneak_into_commit(respawn: bool) -> (Sneaky, Vec<EntityId>) {
         min_gen = 1;
         cmd.spawn(&s.w.registry, (A(1), B(1))).unwrap();
     }
-    // Fires on the first `durable_parts` call after the commit's create: the first fresh
+    // Fires on the first `hooked_parts` call after the commit's create: the first fresh
     // insert's `member`.
     s.trick = Trick::SneakA { slot, min_gen };
     let r = s.commit(&mut cmd);
@@ -163,7 +163,7 @@ fn reentrant_roster_cannot_duplicate_a_slot_in_a_respawn_fallback() {
 }
 
 /// Respawn-specific: `replace_in_place` releases `old` before its create. A roster exhausting
-/// the creation sequence inside `durable_parts` (after the preflight checked it on
+/// the creation sequence inside `hooked_parts` (after the preflight checked it on
 /// `parts_ref`'s registry) must not make the create fail after the release, which would leave
 /// `old` released with its rows in every pool (a stale handle reading a value through the
 /// world): the sequence is checked before anything changes, and the commit fails with `old`

@@ -270,7 +270,7 @@ fn a_dropped_type_unpacks_its_group_around_the_shared_rows() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A hostile roster acting on the k-th `durable_parts` call of a commit that applies a partial
+// A hostile roster acting on the k-th `hooked_parts` call of a commit that applies a partial
 // respawn: whatever the commit returns, the world's invariants hold.
 // ---------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-//! Durable binding table (issue 10): resolve a durable key to a handle, then read a component
+//! Durable binding table: resolve a durable key to a handle, then read a component
 //! by that handle, against three map peers on the same keys and the same world; and activating
 //! 100k keys against building a foldhash `hashbrown` map of the same pairs.
 //!
@@ -10,12 +10,12 @@
 //!   (at least 64k queries, and every key at least once at 100k and 1M), so the 1M case never
 //!   sees a cache-warm repeat of one small batch. Divide the time by [`BATCH`] for ns/lookup.
 //!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID); the peers key
-//!   by the 16-byte object UUID, as the issue specifies. `ludus_batch` resolves the same
+//!   by the 16-byte object UUID alone (a map's natural key for one instance). `ludus_batch` resolves the same
 //!   [`BATCH`] queries with one `resolve_batch` call, then reads each hit.
 //! - `activate_100k/<contender>`: `w.activate(&batch)` of 100k `Activation`s into a fresh
 //!   durable world (world, entities and batch built in the untimed setup) against
-//!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts (the allocation is timed,
-//!   as the issue words it) and, for reference, the same inserts into a map whose storage
+//!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts (the allocation is
+//!   timed) and, for reference, the same inserts into a map whose storage
 //!   was allocated and touched in the setup (`hashbrown_foldhash_preallocated`; the ludus
 //!   table is allocated at world init, in the setup).
 //!

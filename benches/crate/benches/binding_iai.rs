@@ -1,4 +1,4 @@
-//! iai-callgrind instruction counts of the durable binding table (issue 10): the `binding`
+//! iai-callgrind instruction counts of the durable binding table: the `binding`
 //! bench's resolve + read loop at 1k and 100k keys (1M is kept out of callgrind: too slow), and
 //! activating 10k keys into a fresh durable world. Foldhash `hashbrown` peers of both (lookup
 //! loop; `with_capacity_and_hasher` + inserts) are kept alongside for reference.

@@ -1,4 +1,4 @@
-//! Content restore, save and `identity apply` (issue 12): a 100k-entity version-2 World record
+//! Content restore, save and `identity apply`: a 100k-entity version-2 World record
 //! restored into a world against plain typed serde_json plus a `HashMap<Uuid, usize>` fixup,
 //! saved against `serde_json::to_writer` of the same typed structs, and `identity apply` of a
 //! 10 MB version-1 world.

@@ -1,4 +1,4 @@
-//! Memory workloads of seed 001 §15.2, each a criterion group whose function ids are contenders:
+//! Memory workloads, each a criterion group whose function ids are contenders:
 //! `ludus_system` / `ludus_mimalloc` (a domain with sharded counters over that backend),
 //! `ludus_exact_system` / `ludus_exact_mimalloc` (the same with exact counters),
 //! `ludus_bound_system` / `ludus_bound_mimalloc` (a sharded domain through a `BoundDomain`

@@ -1,5 +1,5 @@
-//! Fragmentation stress (seed 001 §15.2): retained and resident memory against requested live
-//! bytes, each contender in a fresh process (§15.3: fresh processes for retention comparisons).
+//! Fragmentation stress: retained and resident memory against requested live bytes, each
+//! contender in a fresh process (retention compares only between fresh processes).
 //!
 //! ```text
 //! cargo bench -p ludus-benches --bench memory_frag [--features mimalloc] -- [--out FILE]

@@ -1,4 +1,4 @@
-//! Per-operation allocate and free latency (seed 001 §15.3: sampled operation latencies in a
+//! Per-operation allocate and free latency (sampled operation latencies in a
 //! run separate from the throughput batches, with the timer's own overhead measured).
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Thread scaling and remote frees (seed 001 §15.2), criterion groups whose function ids are the
+//! Thread scaling and remote frees, criterion groups whose function ids are the
 //! contenders of `common/alloc.rs`: `raw_system`, `ludus_system` and, with the `mimalloc`
 //! feature, `raw_mimalloc`, `ludus_mimalloc`.
 //!

@@ -1,4 +1,4 @@
-//! Persistent spawn and checkpoints (issue 11): a transaction of 10k prepared spawns against
+//! Persistent spawn and checkpoints: a transaction of 10k prepared spawns against
 //! spawning the same bundles directly, and the checkpoint digest of 100k entities against
 //! copying and hashing the same number of canonical bytes.
 //!
@@ -11,7 +11,7 @@
 //!   prepared once, before any timing, with `PreparedSpawn::prepare::<Sim, _, _>((Pos, Hp),
 //!   &mut SeqEntropy::new(i))`.
 //! - `transact_10k/spawn_batch_durable`: `w.spawn_batch(bundles.iter().copied())` of the same
-//!   10k `(Pos, Hp)` bundles into the same fresh durable world (same setup). The issue's target:
+//!   10k `(Pos, Hp)` bundles into the same fresh durable world (same setup). Target:
 //!   `transact ≤ 1.5 × spawn_batch_durable`.
 //! - `transact_10k/spawn_batch_plain`: the same spawn into a plain `try_new(10k)` world, for
 //!   reference. In every case the world is returned from the routine, so its drop is not timed.
@@ -19,8 +19,8 @@
 //!   `spawn_batch_into` of the same bundles into the same fresh durable world, then every
 //!   prepared spawn's `PersistentId` inserted, mapped to its new entity, into a hashbrown map
 //!   (foldhash) whose storage was allocated and written in the setup (as the world's stable
-//!   index is at init). No validation, no collision or duplicate check: strictly less than the
-//!   issue asks of a transaction.
+//!   index is at init). No validation, no collision or duplicate check: strictly less than a
+//!   transaction must do.
 //! - `checkpoint_100k/checkpoint_digest`: `w.checkpoint_digest()` (canonical bytes + SHA-256)
 //!   of a durable world of 100k entities with stable ids, two components each (`Pos` 8 bytes,
 //!   `Hp` 4 bytes), created by one transaction in the (one-off) setup.
@@ -28,7 +28,7 @@
 //!   `w.checkpoint_bytes()`, filled with the canonical header, the 33 id bytes (namespace tag +
 //!   32-byte key) of every entity (taken from the world in the setup, as an index holds them),
 //!   the pools' `values()` as bytes, then zero-filled to the same length (the canonical form's
-//!   per-entity framing), and SHA-256'd. The issue's target: `checkpoint_digest ≤ 2 × copy_hash`.
+//!   per-entity framing), and SHA-256'd. Target: `checkpoint_digest ≤ 2 × copy_hash`.
 //! - `checkpoint_100k/checkpoint_bytes`, `/checkpoint`, `/restore_fresh`, `/restore_replace`:
 //!   for information. `checkpoint_bytes` is the digest's input without the hash; `checkpoint`
 //!   the structured form; `restore_fresh` restores it into a fresh durable world (built in the

@@ -1,4 +1,4 @@
-//! iai-callgrind instruction counts of persistent spawn and checkpoints (issue 11), at sizes
+//! iai-callgrind instruction counts of persistent spawn and checkpoints, at sizes
 //! callgrind can run: a transaction of 1k prepared spawns against spawning the same bundles
 //! directly (durable and plain worlds), and the checkpoint digest of 10k entities against
 //! copying and hashing the same number of canonical bytes. The workloads are the `persistent`

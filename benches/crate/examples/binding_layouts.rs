@@ -1,4 +1,4 @@
-//! Layout experiment for the binding table (issue 10; `docs/decisions/binding-table.md`): the
+//! Layout experiment for the binding table (`docs/decisions/binding-table.md`): the
 //! `binding` bench's resolve + read loop over the table, `hashbrown` + foldhash, and three
 //! forward-table layouts that need no reverse read to confirm a key, each probed without tags:
 //!

@@ -1,4 +1,4 @@
-//! Activity capture (feature `capture`, seed 001 §11.4–11.5): a bounded, preallocated record of
+//! Activity capture (feature `capture`): a bounded, preallocated record of
 //! the allocations, frees and resizes of chosen domains during a session.
 //!
 //! ```text

@@ -154,9 +154,9 @@ macro_rules! tuple_bundle {
                 // entry for a slot just created in it: a slot never created has none
                 // (provenance invariant of `ComponentPool`), and a reused slot left every pool
                 // bound to the registry at its release (`WorldOps::destroy` and a commit's
-                // `ops::destroy_run` check that they visit all of them) or had its rows handed
-                // to the entity created right after it (a commit's `ops::replace_in_place`),
-                // the only releases of a world's registry.
+                // `structural::destroy_run` check that they visit all of them) or had its rows
+                // handed to the entity created right after it (a commit's
+                // `structural::replace_in_place`), the only releases of a world's registry.
                 $( unsafe { pools.$i.insert_first(entity, self.$i) }; )+
             }
             #[inline(always)]

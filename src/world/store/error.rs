@@ -95,12 +95,12 @@ pub enum WorldError {
     /// The structural-revision counter reached its limit.
     #[error("structural revision exhausted")]
     RevisionExhausted,
-    /// The pool was initialized against another registry (or the world's durable part
-    /// belongs to another world).
+    /// The pool was initialized against another registry (or the world's hooks serve
+    /// another registry).
     #[error("pool belongs to another registry")]
     ForeignPool,
-    /// The entity is protected (seed 004's World Settings): it cannot be destroyed,
-    /// duplicated or reparented.
+    /// The entity is protected (a durable world's `set_protected`, as for a level's World
+    /// Settings): it cannot be destroyed, duplicated or reparented.
     #[error("entity is protected")]
     Protected,
     /// A component type the world does not store (a command's, or one a hand-written roster

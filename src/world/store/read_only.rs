@@ -1,4 +1,4 @@
-//! [`ReadOnly`]: the registry and durable fields of a world, shared-only outside the crate.
+//! [`ReadOnly`]: the registry and hooks fields of a world, shared-only outside the crate.
 
 use core::marker::PhantomData;
 use core::ops::Deref;

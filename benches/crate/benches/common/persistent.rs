@@ -23,7 +23,7 @@ pub struct Pos {
 pub struct Hp(u32);
 
 ludus::world! {
-    /// The bench world: two small components (as in `tests/world_persistent.rs`).
+    /// The bench world: two small components (as in `tests/durable/persistent.rs`).
     pub struct Sim { pub pos: Pos, pub hp: Hp }
     durable
 }
