@@ -196,6 +196,32 @@ fn a_swapped_durable_part_describes_no_entity() {
     assert_eq!(b.counts().bindings, 1);
 }
 
+/// Durable tables swapped between two worlds do not serve the other world's registry: a
+/// destroy, a commit's destroy and a respawn through them are refused (`ForeignPool`) and
+/// change nothing, so one world's destroys never detach the other's bindings.
+#[test]
+fn a_world_never_destroys_through_another_worlds_tables() {
+    let (mut a, mut b) = (level(4), level(4));
+    let ea = a.spawn((Pos(1.0),)).unwrap();
+    let eb = b.spawn((Pos(2.0),)).unwrap();
+    assert_eq!(ea.slot(), eb.slot());
+    b.activate(&[Activation::new(eb, key(1, 1))]).unwrap();
+    std::mem::swap(&mut a.__ludus_hooks, &mut b.__ludus_hooks);
+    assert_eq!(a.destroy(ea), Err(WorldError::ForeignPool));
+    let mut cmd = CommandBuffer::try_with_capacity(4, 64).unwrap();
+    cmd.destroy(&a.registry, ea).unwrap();
+    assert_eq!(a.commit(&mut cmd), Err(WorldError::ForeignPool));
+    cmd.clear(&a.registry).unwrap();
+    cmd.respawn(&a.registry, ea, (Pos(3.0),)).unwrap();
+    assert_eq!(a.commit(&mut cmd), Err(WorldError::ForeignPool));
+    assert!(a.registry.is_alive(ea) && a.pos.len() == 1);
+    std::mem::swap(&mut a.__ludus_hooks, &mut b.__ludus_hooks);
+    assert_eq!(b.resolve(&key(1, 1)), Resolution::Resolved(eb));
+    cmd.clear(&a.registry).unwrap();
+    a.destroy(ea).unwrap();
+    assert_eq!(b.resolve(&key(1, 1)), Resolution::Resolved(eb));
+}
+
 /// A hand-written roster holding two self-consistent (registry, durable) pairs: each
 /// `hooked_parts` call hands out pair B when the low bit of `script` is set (the script
 /// shifts by one per call), pair A otherwise.
