@@ -535,3 +535,25 @@ fn one_command_spawns_a_whole_bundle() {
     assert_eq!(g.get::<Health>(e), Some(&Health(5)));
     assert_eq!(g.moving().0, &[e]);
 }
+
+ludus::world! {
+    /// Component fields named like the durable layer's parts: the macro reserves only
+    /// `registry`.
+    pub struct Named {
+        /// A field called `durable`.
+        pub durable: Health,
+        /// A field called `hooks`.
+        pub hooks: Position,
+    }
+    durable
+}
+
+#[test]
+fn field_names_other_than_registry_are_free() {
+    use ludus::durable::{DurableConfig, DurableRoster};
+    let mut w = Named::try_new_durable(4, DurableConfig::default()).unwrap();
+    let e = w.spawn((Health(3), Position([1.0, 2.0]))).unwrap();
+    assert_eq!(w.durable.get(e), Some(&Health(3)));
+    assert_eq!(w.hooks.get(e), Some(&Position([1.0, 2.0])));
+    assert_eq!(w.durable().bindings().len(), 0);
+}
