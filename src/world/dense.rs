@@ -87,6 +87,18 @@ fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize
     keys.get(d).is_some_and(|k| k.slot() == slot).then_some(d)
 }
 
+/// The dense index `sparse` names for slot `s` (`usize::MAX` past its end). A compare and
+/// a load: no `Option` of a reference, whose `None` a join's walk would test as a null
+/// pointer where the slice's pointer is not known to be non-null.
+#[inline(always)]
+fn sparse_entry(sparse: &[Sparse], s: usize) -> usize {
+    if s < sparse.len() {
+        sparse[s].0 as usize
+    } else {
+        usize::MAX
+    }
+}
+
 /// Which lookup a probe tries first ([`Index::dense_of_key_by`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -236,7 +248,7 @@ impl<'p> Index<'p> {
             }
             Probe::Exact => {
                 let s = key.slot() as usize;
-                let d = self.sparse.get(s).map_or(usize::MAX, |d| d.0 as usize);
+                let d = sparse_entry(self.sparse, s);
                 if d < self.keys.len() {
                     Some(d)
                 } else {
@@ -312,7 +324,7 @@ impl<'p> Index<'p> {
     pub(crate) fn slot_hint(&self, slot: usize) -> usize {
         let c = slot.min(self.keys.len().wrapping_sub(1));
         let on_diagonal = self.keys.get(c).is_some_and(|k| k.slot() as usize == slot);
-        let sparse = self.sparse.get(slot).map_or(usize::MAX, |d| d.0 as usize);
+        let sparse = sparse_entry(self.sparse, slot);
         let keep = usize::from(on_diagonal).wrapping_neg();
         (c & keep) | (sparse & !keep)
     }
