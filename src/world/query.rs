@@ -24,7 +24,8 @@ pub enum Role {
 pub(crate) mod sealed {
     use super::{Index, Role};
 
-    /// The machinery of a [`Column`](super::Column), out of reach of other crates.
+    /// The machinery of a [`Column`](super::Column), out of reach of other crates: the unsafe
+    /// fetch primitives of one column.
     pub trait Sealed {
         /// What the join yields for this column.
         type Item;
@@ -42,10 +43,11 @@ pub(crate) mod sealed {
         /// an excluded column ignores `i`.
         ///
         /// # Safety
-        /// `i < self.index().len()` (or `usize::MAX` for an optional column), and for
-        /// columns yielding `&mut` each `i` is fetched at most once during the column's
-        /// lifetime.
-        unsafe fn fetch(&mut self, i: usize) -> Self::Item;
+        /// - `i < self.index().len()`, or `i == usize::MAX` for an optional column.
+        /// - For a column yielding `&mut` (not [`SHARED`](Self::SHARED)), no `i` is fetched
+        ///   twice, nor lies in rows taken by [`rows`](Self::rows), during the column's
+        ///   lifetime.
+        unsafe fn fetch(&self, i: usize) -> Self::Item;
         /// The column's values in the rows an aligned plan walks, as one slice (`&mut [T]`,
         /// `&[T]`). The walk takes each column's rows as an argument of its own, which tells
         /// the compiler that the columns do not overlap, so it compiles like a zip of slices.
@@ -55,16 +57,20 @@ pub(crate) mod sealed {
         /// Rows `start..start + n`.
         ///
         /// # Safety
-        /// `start + n <= self.index().len()`, and none of those rows is fetched otherwise
-        /// during the column's lifetime.
-        unsafe fn rows(&mut self, start: usize, n: usize) -> Self::Rows;
+        /// - `start + n <= self.index().len()`.
+        /// - For a column yielding `&mut`, none of those rows is fetched, nor lies in other
+        ///   rows taken, during the column's lifetime.
+        unsafe fn rows(&self, start: usize, n: usize) -> Self::Rows;
+        /// How many values `rows` holds (`usize::MAX` for a column without values).
+        fn rows_len(rows: &Self::Rows) -> usize;
         /// The base of `rows`.
         fn base(rows: &mut Self::Rows) -> Self::Base;
         /// The item at row `i` of the rows `base` was taken from.
         ///
         /// # Safety
-        /// `i` is below their length, and for columns yielding `&mut` each `i` is taken at
-        /// most once.
+        /// - `i` is below their [`rows_len`](Self::rows_len), and those rows are still
+        ///   borrowed (`base` was taken from rows that live on, unused meanwhile).
+        /// - For a column yielding `&mut`, each `i` is taken at most once.
         unsafe fn at(base: Self::Base, i: usize) -> Self::Item;
     }
 }
@@ -121,20 +127,23 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
         self.index = no_index(self.index.owner);
         self.values = &[];
     }
-    /// # Safety
-    /// As `Column`'s `fetch`: `i < len`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> &'p T {
+    unsafe fn fetch(&self, i: usize) -> &'p T {
         debug_assert!(i < self.values.len());
-        // SAFETY: `i < index.len() == values.len()` (caller; pool invariant).
+        // SAFETY: `i < index.len()` (caller), which is `values.len()`: a pool holds a value
+        // per key, and a neutralized column neither.
         unsafe { self.values.get_unchecked(i) }
     }
     type Rows = &'p [T];
     type Base = *const T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
-        // SAFETY: `start + n <= len` (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: `start + n <= index.len() == values.len()` (caller; as in `fetch`).
         unsafe { self.values.get_unchecked(start..start + n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p [T]) -> *const T {
@@ -142,7 +151,7 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *const T, i: usize) -> &'p T {
-        // SAFETY: `base` is the start of a `&'p [T]` longer than `i` (caller).
+        // SAFETY: `base` is the start of a live `&'p [T]` longer than `i` (caller).
         unsafe { &*base.add(i) }
     }
 }
@@ -180,13 +189,13 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
         self.index = no_index(self.index.owner);
         self.len = 0;
     }
-    /// # Safety
-    /// As `Column`'s `fetch`: `i < len`, each `i` at most once.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
+    unsafe fn fetch(&self, i: usize) -> &'p mut T {
         debug_assert!(i < self.len, "fetch {i} beyond {}", self.len);
-        // SAFETY: 1. `i < index.len() == len` (caller), so the pointer is in bounds;
-        // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
+        // SAFETY: 1. `i < index.len() == len` (caller; a pool holds a value per key, and a
+        //    neutralized column neither), so the pointer is in bounds;
+        // 2. `i` is fetched once and lies in no rows taken (caller), so no two live `&mut`
+        //    alias;
         // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
         //    nothing else reads or writes meanwhile (keys, sparse and bits are separate).
         unsafe { &mut *self.values.add(i) }
@@ -194,11 +203,16 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     type Rows = &'p mut [T];
     type Base = *mut T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
-        // SAFETY: `start + n <= len` (caller), so the range is inside the exclusive borrow
-        // `values` derives from; the caller fetches none of those rows otherwise, so this
-        // slice is the only way to them.
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: 1. `start + n <= index.len() == len` (caller; as in `fetch`), so the range
+        //    is inside the exclusive borrow `values` derives from;
+        // 2. none of those rows is fetched, nor lies in other rows taken (caller), so this
+        //    slice is the only way to them.
         unsafe { core::slice::from_raw_parts_mut(self.values.add(start), n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p mut [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p mut [T]) -> *mut T {
@@ -206,8 +220,9 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *mut T, i: usize) -> &'p mut T {
-        // SAFETY: `base` is the start of a `&'p mut [T]` longer than `i`, and each `i` is
-        // taken once (caller), so no two live `&mut` alias.
+        // SAFETY: 1. `base` is the start of a live `&'p mut [T]` longer than `i` (caller), so
+        //    the pointer is in bounds and its borrow exclusive;
+        // 2. each `i` is taken once (caller), so no two live `&mut` alias.
         unsafe { &mut *base.add(i) }
     }
 }
@@ -267,19 +282,22 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     fn neutralize(&mut self) {
         self.0.neutralize();
     }
-    /// # Safety
-    /// As `Column`'s `fetch`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> Option<&'p T> {
-        // SAFETY: `i < len` unless it is the absent marker (caller).
+    unsafe fn fetch(&self, i: usize) -> Option<&'p T> {
+        // SAFETY: `i < index.len()` unless it is the absent marker (caller), tested here; the
+        // inner column has the same index.
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
     }
     type Rows = &'p [T];
     type Base = *const T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
-        // SAFETY: as the inner column's (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: `start + n <= index.len()` (caller), the inner column's index.
         unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p [T]) -> *const T {
@@ -287,7 +305,8 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *const T, i: usize) -> Option<&'p T> {
-        // SAFETY: as the inner column's (caller).
+        // SAFETY: `i` is below the live rows' length (caller); the inner column's rows are
+        // these rows.
         Some(unsafe { ColumnRef::at(base, i) })
     }
 }
@@ -315,19 +334,25 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     fn neutralize(&mut self) {
         self.0.neutralize();
     }
-    /// # Safety
-    /// As `Column`'s `fetch`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> Option<&'p mut T> {
-        // SAFETY: `i < len` unless it is the absent marker, each `i` at most once (caller).
+    unsafe fn fetch(&self, i: usize) -> Option<&'p mut T> {
+        // SAFETY: 1. `i < index.len()` unless it is the absent marker (caller), tested here;
+        //    the inner column has the same index;
+        // 2. `i` is fetched once and lies in no rows taken (caller), here as in the inner column.
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
     }
     type Rows = &'p mut [T];
     type Base = *mut T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
-        // SAFETY: as the inner column's (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: 1. `start + n <= index.len()` (caller), the inner column's index;
+        // 2. none of those rows is fetched, nor lies in other rows taken (caller), here as in
+        //    the inner column.
         unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p mut [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p mut [T]) -> *mut T {
@@ -335,7 +360,9 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *mut T, i: usize) -> Option<&'p mut T> {
-        // SAFETY: as the inner column's (caller).
+        // SAFETY: 1. `i` is below the live rows' length (caller); the inner column's rows are
+        //    these rows;
+        // 2. each `i` is taken once (caller).
         Some(unsafe { ColumnMut::at(base, i) })
     }
 }
@@ -387,11 +414,15 @@ impl Sealed for Without<'_> {
         self.0 = no_index(self.0.owner);
     }
     #[inline(always)]
-    unsafe fn fetch(&mut self, _: usize) {}
+    unsafe fn fetch(&self, _: usize) {}
     type Rows = ();
     type Base = ();
     #[inline(always)]
-    unsafe fn rows(&mut self, _: usize, _: usize) {}
+    unsafe fn rows(&self, _: usize, _: usize) {}
+    #[inline(always)]
+    fn rows_len(_: &()) -> usize {
+        usize::MAX
+    }
     #[inline(always)]
     fn base(_: &mut ()) {}
     #[inline(always)]
