@@ -7,8 +7,10 @@ use allocator_api2::alloc::Allocator;
 use bytemuck::Pod;
 
 use super::dense::{Index, Order};
-use super::ComponentPool;
+use super::join::{IntoJoin, Join};
+use super::{ComponentPool, EntityId, EntityKey};
 use crate::identity::OwnerToken;
+use sealed::Columns;
 
 /// What a column asks of an entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,10 +24,10 @@ pub enum Role {
 }
 
 pub(crate) mod sealed {
-    use super::{Index, Role};
+    use super::{EntityId, EntityKey, Index, OwnerToken, Role, MAX_COLUMNS};
 
     /// The machinery of a [`Column`](super::Column), out of reach of other crates: the unsafe
-    /// fetch primitives of one column.
+    /// fetch primitives of one column. [`Columns`] gathers them for a tuple.
     pub trait Sealed {
         /// What the join yields for this column.
         type Item;
@@ -73,6 +75,84 @@ pub(crate) mod sealed {
         /// - For a column yielding `&mut`, each `i` is taken at most once.
         unsafe fn at(base: Self::Base, i: usize) -> Self::Item;
     }
+
+    /// A tuple of 2..=6 [`Sealed`] columns as the join plans see it: the columns by position
+    /// `k < LEN`, and the fetch of one entity's items from all of them. The plans
+    /// (`join.rs`) are generic code over this trait; `tuple_columns!` implements it for each
+    /// tuple, the only code of joins written per arity.
+    pub trait Columns {
+        /// The number of columns.
+        const LEN: usize;
+        /// Column `k`'s [`Sealed::ROLE`] for `k < LEN` (`Excluded` past them).
+        const ROLES: [Role; MAX_COLUMNS];
+        /// Column `k`'s [`Sealed::SHARED`] for `k < LEN` (`true` past them).
+        const SHARED: [bool; MAX_COLUMNS];
+        /// What the join yields for an entity: each column's item, in order.
+        type Items;
+        /// Each column's [`Sealed::Rows`], in order.
+        type Rows;
+
+        /// Whether column `k` is required.
+        #[inline(always)]
+        fn required(k: usize) -> bool {
+            matches!(Self::ROLES[k], Role::Required)
+        }
+        /// Column `k`'s lookup structures (panics unless `k < LEN`).
+        fn index(&self, k: usize) -> Index<'_>;
+        /// [`Sealed::neutralize`] of column `k` (panics unless `k < LEN`).
+        fn neutralize(&mut self, k: usize);
+        /// The item at dense index `d[k]` of each column `k`.
+        ///
+        /// # Safety
+        /// - Each required column's `d[k]` is below its length (`self.index(k).len()`); each
+        ///   optional column's too, or `usize::MAX` (absent). Excluded columns ignore theirs.
+        /// - No index of a column yielding `&mut` (not `SHARED[k]`) is fetched twice, nor
+        ///   lies in rows taken by [`rows`](Self::rows), during the column's lifetime.
+        unsafe fn fetch(&self, d: &[usize; MAX_COLUMNS]) -> Self::Items;
+        /// Rows `start[k]..start[k] + n` of each column `k`, for [`walk`](Self::walk).
+        ///
+        /// # Safety
+        /// - `start[k] + n <= self.index(k).len()` for every column but an excluded one.
+        /// - None of the rows of a column yielding `&mut` is fetched, nor lies in other rows
+        ///   taken, during the column's lifetime.
+        unsafe fn rows(&self, start: &[usize; MAX_COLUMNS], n: usize) -> Self::Rows;
+        /// Folds `f` over rows `0..n` of `rows`, row `i` paired with the entity of `keys[i]`,
+        /// where `n` is the least of `keys.len()` and each column's row count. Not inlined:
+        /// each column's rows are an argument of their own, so the compiler knows they do not
+        /// overlap and compiles the walk like a zip of slices (one call per join or run).
+        fn walk<Acc, F>(
+            keys: &[EntityKey],
+            owner: OwnerToken,
+            acc: Acc,
+            f: &mut F,
+            rows: Self::Rows,
+        ) -> Acc
+        where
+            F: FnMut(Acc, (EntityId, Self::Items)) -> Acc;
+    }
+}
+
+/// Most columns in one join.
+pub(crate) const MAX_COLUMNS: usize = 6;
+
+/// Whether some role of `roles` is `Required`.
+pub(crate) const fn any_required(roles: &[Role; MAX_COLUMNS]) -> bool {
+    let mut k = 0;
+    while k < MAX_COLUMNS {
+        if matches!(roles[k], Role::Required) {
+            return true;
+        }
+        k += 1;
+    }
+    false
+}
+
+/// Panics for a column position past a tuple's columns (no plan asks for one).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn no_column(k: usize) -> ! {
+    panic!("no join column {k}")
 }
 
 use sealed::Sealed;
@@ -436,3 +516,108 @@ impl<'p> IntoColumn for Without<'p> {
         self
     }
 }
+
+/// The per-arity code of joins: [`IntoJoin`] and [`Columns`] for a tuple of columns `$c` at
+/// positions `$i`, with `$r` naming their rows in the walk.
+macro_rules! tuple_columns {
+    ($($c:ident $i:tt $r:ident),+) => {
+        impl<$($c: IntoColumn),+> IntoJoin for ($($c,)+) {
+            type Columns = ($($c::Column,)+);
+            #[inline]
+            fn into_join(self) -> Join<Self::Columns> {
+                Join::build(($(self.$i.into_column(),)+))
+            }
+        }
+
+        impl<$($c: Sealed),+> Columns for ($($c,)+) {
+            const LEN: usize = [$($i),+].len();
+            const ROLES: [Role; MAX_COLUMNS] = {
+                let mut roles = [Role::Excluded; MAX_COLUMNS];
+                $(roles[$i] = $c::ROLE;)+
+                roles
+            };
+            const SHARED: [bool; MAX_COLUMNS] = {
+                let mut shared = [true; MAX_COLUMNS];
+                $(shared[$i] = $c::SHARED;)+
+                shared
+            };
+            type Items = ($($c::Item,)+);
+            type Rows = ($($c::Rows,)+);
+
+            #[inline(always)]
+            fn index(&self, k: usize) -> Index<'_> {
+                match k {
+                    $($i => self.$i.index(),)+
+                    _ => no_column(k),
+                }
+            }
+
+            fn neutralize(&mut self, k: usize) {
+                match k {
+                    $($i => self.$i.neutralize(),)+
+                    _ => no_column(k),
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn fetch(&self, d: &[usize; MAX_COLUMNS]) -> Self::Items {
+                // SAFETY: column `k`'s `Sealed::fetch` at `d[k]` asks what this function's
+                // caller promises for column `k`: 1. `d[k]` below its length, or the absent
+                // marker of an optional column; 2. a `&mut` column's index fetched once, and
+                // in no rows taken.
+                unsafe { ($(self.$i.fetch(d[$i]),)+) }
+            }
+
+            #[inline(always)]
+            unsafe fn rows(&self, start: &[usize; MAX_COLUMNS], n: usize) -> Self::Rows {
+                // SAFETY: column `k`'s `Sealed::rows` asks what this function's caller
+                // promises for column `k`: 1. `start[k] + n` within its length; 2. none of
+                // a `&mut` column's rows fetched, nor in other rows taken.
+                unsafe { ($(self.$i.rows(start[$i], n),)+) }
+            }
+
+            #[inline(always)]
+            fn walk<Acc, F>(
+                keys: &[EntityKey],
+                owner: OwnerToken,
+                acc: Acc,
+                f: &mut F,
+                ($($r,)+): Self::Rows,
+            ) -> Acc
+            where
+                F: FnMut(Acc, (EntityId, Self::Items)) -> Acc,
+            {
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments)] // one per column: that is the point
+                fn walk<$($c: Sealed,)+ Acc, F>(
+                    keys: &[EntityKey],
+                    owner: OwnerToken,
+                    mut acc: Acc,
+                    f: &mut F,
+                    $(mut $r: $c::Rows,)+
+                ) -> Acc
+                where
+                    F: FnMut(Acc, (EntityId, ($($c::Item,)+))) -> Acc,
+                {
+                    let n = keys.len()$(.min($c::rows_len(&$r)))+;
+                    let base = ($($c::base(&mut $r),)+);
+                    for (i, key) in keys[..n].iter().enumerate() {
+                        // SAFETY: 1. `i < n`, within every column's rows, which live on
+                        //    unused but through `base`;
+                        // 2. each `i` is taken once, so no `&mut` item twice.
+                        let items = unsafe { ($($c::at(base.$i, i),)+) };
+                        acc = f(acc, (key.entity(owner), items));
+                    }
+                    acc
+                }
+                walk::<$($c,)+ Acc, F>(keys, owner, acc, f, $($r,)+)
+            }
+        }
+    };
+}
+
+tuple_columns!(C0 0 r0, C1 1 r1);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4, C5 5 r5);
