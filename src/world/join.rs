@@ -35,7 +35,7 @@ use core::marker::PhantomData;
 
 use super::dense::{Index, Probe, Run, WORD_BITS};
 use super::query::sealed::Columns;
-use super::query::{any_required, Role, MAX_COLUMNS};
+use super::query::{any_required, first_required, Role, MAX_COLUMNS};
 use super::{EntityId, EntityKey};
 use crate::identity::OwnerToken;
 
@@ -874,7 +874,7 @@ impl<C: Columns> Join<C> {
             Some(key) => key,
             // Every required column's index is a rank: the key of the first.
             None => {
-                let k = (0..C::LEN).find(|&k| C::required(k))?;
+                let k = const { first_required(&C::ROLES) };
                 // SAFETY: `d[k] < len` of column `k`'s keys (compared in `RequiredAt`).
                 unsafe { *columns.index(k).keys.get_unchecked(d[k]) }
             }

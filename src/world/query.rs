@@ -135,16 +135,18 @@ pub(crate) mod sealed {
 /// Most columns in one join.
 pub(crate) const MAX_COLUMNS: usize = 6;
 
-/// Whether some role of `roles` is `Required`.
-pub(crate) const fn any_required(roles: &[Role; MAX_COLUMNS]) -> bool {
+/// The position of the first `Required` role of `roles` (`MAX_COLUMNS` for none).
+pub(crate) const fn first_required(roles: &[Role; MAX_COLUMNS]) -> usize {
     let mut k = 0;
-    while k < MAX_COLUMNS {
-        if matches!(roles[k], Role::Required) {
-            return true;
-        }
+    while k < MAX_COLUMNS && !matches!(roles[k], Role::Required) {
         k += 1;
     }
-    false
+    k
+}
+
+/// Whether some role of `roles` is `Required`.
+pub(crate) const fn any_required(roles: &[Role; MAX_COLUMNS]) -> bool {
+    first_required(roles) < MAX_COLUMNS
 }
 
 /// Panics for a column position past a tuple's columns (no plan asks for one).
