@@ -8,7 +8,9 @@ use bytemuck::Pod;
 
 use crate::identity::OwnerToken;
 use crate::world::raw::dense::{Index, Order};
+use crate::world::raw::keys::{EntityId, EntityKey};
 use crate::world::store::pool::ComponentPool;
+use sealed::Columns;
 
 /// What a column asks of an entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,9 +24,10 @@ pub enum Role {
 }
 
 pub(crate) mod sealed {
-    use super::{Index, Role};
+    use super::{EntityId, EntityKey, Index, OwnerToken, Role, MAX_COLUMNS};
 
-    /// The machinery of a [`Column`](super::Column), out of reach of other crates.
+    /// The machinery of a [`Column`](super::Column), out of reach of other crates: the unsafe
+    /// fetch primitives of one column. [`Columns`] gathers them for a tuple.
     pub trait Sealed {
         /// What the join yields for this column.
         type Item;
@@ -42,10 +45,11 @@ pub(crate) mod sealed {
         /// an excluded column ignores `i`.
         ///
         /// # Safety
-        /// `i < self.index().len()` (or `usize::MAX` for an optional column), and for
-        /// columns yielding `&mut` each `i` is fetched at most once during the column's
-        /// lifetime.
-        unsafe fn fetch(&mut self, i: usize) -> Self::Item;
+        /// - `i < self.index().len()`, or `i == usize::MAX` for an optional column.
+        /// - For a column yielding `&mut` (not [`SHARED`](Self::SHARED)), no `i` is fetched
+        ///   twice, nor lies in rows taken by [`rows`](Self::rows), during the column's
+        ///   lifetime.
+        unsafe fn fetch(&self, i: usize) -> Self::Item;
         /// The column's values in the rows an aligned plan walks, as one slice (`&mut [T]`,
         /// `&[T]`). The walk takes each column's rows as an argument of its own, which tells
         /// the compiler that the columns do not overlap, so it compiles like a zip of slices.
@@ -55,18 +59,102 @@ pub(crate) mod sealed {
         /// Rows `start..start + n`.
         ///
         /// # Safety
-        /// `start + n <= self.index().len()`, and none of those rows is fetched otherwise
-        /// during the column's lifetime.
-        unsafe fn rows(&mut self, start: usize, n: usize) -> Self::Rows;
+        /// - `start + n <= self.index().len()`.
+        /// - For a column yielding `&mut`, none of those rows is fetched, nor lies in other
+        ///   rows taken, during the column's lifetime.
+        unsafe fn rows(&self, start: usize, n: usize) -> Self::Rows;
+        /// How many values `rows` holds (`usize::MAX` for a column without values).
+        fn rows_len(rows: &Self::Rows) -> usize;
         /// The base of `rows`.
         fn base(rows: &mut Self::Rows) -> Self::Base;
         /// The item at row `i` of the rows `base` was taken from.
         ///
         /// # Safety
-        /// `i` is below their length, and for columns yielding `&mut` each `i` is taken at
-        /// most once.
+        /// - `i` is below their [`rows_len`](Self::rows_len), and those rows are still
+        ///   borrowed (`base` was taken from rows that live on, unused meanwhile).
+        /// - For a column yielding `&mut`, each `i` is taken at most once.
         unsafe fn at(base: Self::Base, i: usize) -> Self::Item;
     }
+
+    /// A tuple of 2..=6 [`Sealed`] columns as the join plans see it: the columns by position
+    /// `k < LEN`, and the fetch of one entity's items from all of them. The plans
+    /// (`join.rs`) are generic code over this trait; `tuple_columns!` implements it for each
+    /// tuple, the only code of joins written per arity.
+    pub trait Columns {
+        /// The number of columns.
+        const LEN: usize;
+        /// Column `k`'s [`Sealed::ROLE`] for `k < LEN` (`Excluded` past them).
+        const ROLES: [Role; MAX_COLUMNS];
+        /// Column `k`'s [`Sealed::SHARED`] for `k < LEN` (`true` past them).
+        const SHARED: [bool; MAX_COLUMNS];
+        /// What the join yields for an entity: each column's item, in order.
+        type Items;
+        /// Each column's [`Sealed::Rows`], in order.
+        type Rows;
+
+        /// Whether column `k` is required.
+        #[inline(always)]
+        fn required(k: usize) -> bool {
+            matches!(Self::ROLES[k], Role::Required)
+        }
+        /// Column `k`'s lookup structures (panics unless `k < LEN`).
+        fn index(&self, k: usize) -> Index<'_>;
+        /// [`Sealed::neutralize`] of column `k` (panics unless `k < LEN`).
+        fn neutralize(&mut self, k: usize);
+        /// The item at dense index `d[k]` of each column `k`.
+        ///
+        /// # Safety
+        /// - Each required column's `d[k]` is below its length (`self.index(k).len()`); each
+        ///   optional column's too, or `usize::MAX` (absent). Excluded columns ignore theirs.
+        /// - No index of a column yielding `&mut` (not `SHARED[k]`) is fetched twice, nor
+        ///   lies in rows taken by [`rows`](Self::rows), during the column's lifetime.
+        unsafe fn fetch(&self, d: &[usize; MAX_COLUMNS]) -> Self::Items;
+        /// Rows `start[k]..start[k] + n` of each column `k`, for [`walk`](Self::walk).
+        ///
+        /// # Safety
+        /// - `start[k] + n <= self.index(k).len()` for every column but an excluded one.
+        /// - None of the rows of a column yielding `&mut` is fetched, nor lies in other rows
+        ///   taken, during the column's lifetime.
+        unsafe fn rows(&self, start: &[usize; MAX_COLUMNS], n: usize) -> Self::Rows;
+        /// Folds `f` over rows `0..n` of `rows`, row `i` paired with the entity of `keys[i]`,
+        /// where `n` is the least of `keys.len()` and each column's row count. Not inlined:
+        /// each column's rows are an argument of their own, so the compiler knows they do not
+        /// overlap and compiles the walk like a zip of slices (one call per join or run).
+        fn walk<Acc, F>(
+            keys: &[EntityKey],
+            owner: OwnerToken,
+            acc: Acc,
+            f: &mut F,
+            rows: Self::Rows,
+        ) -> Acc
+        where
+            F: FnMut(Acc, (EntityId, Self::Items)) -> Acc;
+    }
+}
+
+/// Most columns in one join.
+pub(crate) const MAX_COLUMNS: usize = 6;
+
+/// The position of the first `Required` role of `roles` (`MAX_COLUMNS` for none).
+pub(crate) const fn first_required(roles: &[Role; MAX_COLUMNS]) -> usize {
+    let mut k = 0;
+    while k < MAX_COLUMNS && !matches!(roles[k], Role::Required) {
+        k += 1;
+    }
+    k
+}
+
+/// Whether some role of `roles` is `Required`.
+pub(crate) const fn any_required(roles: &[Role; MAX_COLUMNS]) -> bool {
+    first_required(roles) < MAX_COLUMNS
+}
+
+/// Panics for a column position past a tuple's columns (no plan asks for one).
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn no_column(k: usize) -> ! {
+    panic!("no join column {k}")
 }
 
 use sealed::Sealed;
@@ -121,20 +209,23 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
         self.index = no_index(self.index.owner);
         self.values = &[];
     }
-    /// # Safety
-    /// As `Column`'s `fetch`: `i < len`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> &'p T {
+    unsafe fn fetch(&self, i: usize) -> &'p T {
         debug_assert!(i < self.values.len());
-        // SAFETY: `i < index.len() == values.len()` (caller; pool invariant).
+        // SAFETY: `i < index.len()` (caller), which is `values.len()`: a pool holds a value
+        // per key, and a neutralized column neither.
         unsafe { self.values.get_unchecked(i) }
     }
     type Rows = &'p [T];
     type Base = *const T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
-        // SAFETY: `start + n <= len` (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: `start + n <= index.len() == values.len()` (caller; as in `fetch`).
         unsafe { self.values.get_unchecked(start..start + n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p [T]) -> *const T {
@@ -142,7 +233,7 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *const T, i: usize) -> &'p T {
-        // SAFETY: `base` is the start of a `&'p [T]` longer than `i` (caller).
+        // SAFETY: `base` is the start of a live `&'p [T]` longer than `i` (caller).
         unsafe { &*base.add(i) }
     }
 }
@@ -180,13 +271,13 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
         self.index = no_index(self.index.owner);
         self.len = 0;
     }
-    /// # Safety
-    /// As `Column`'s `fetch`: `i < len`, each `i` at most once.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> &'p mut T {
+    unsafe fn fetch(&self, i: usize) -> &'p mut T {
         debug_assert!(i < self.len, "fetch {i} beyond {}", self.len);
-        // SAFETY: 1. `i < index.len() == len` (caller), so the pointer is in bounds;
-        // 2. each `i` is fetched at most once (caller), so no two live `&mut` alias;
+        // SAFETY: 1. `i < index.len() == len` (caller; a pool holds a value per key, and a
+        //    neutralized column neither), so the pointer is in bounds;
+        // 2. `i` is fetched once and lies in no rows taken (caller), so no two live `&mut`
+        //    alias;
         // 3. `values` derives from an exclusive borrow of the dense values held for 'p, which
         //    nothing else reads or writes meanwhile (keys, sparse and bits are separate).
         unsafe { &mut *self.values.add(i) }
@@ -194,11 +285,16 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     type Rows = &'p mut [T];
     type Base = *mut T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
-        // SAFETY: `start + n <= len` (caller), so the range is inside the exclusive borrow
-        // `values` derives from; the caller fetches none of those rows otherwise, so this
-        // slice is the only way to them.
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: 1. `start + n <= index.len() == len` (caller; as in `fetch`), so the range
+        //    is inside the exclusive borrow `values` derives from;
+        // 2. none of those rows is fetched, nor lies in other rows taken (caller), so this
+        //    slice is the only way to them.
         unsafe { core::slice::from_raw_parts_mut(self.values.add(start), n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p mut [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p mut [T]) -> *mut T {
@@ -206,8 +302,9 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *mut T, i: usize) -> &'p mut T {
-        // SAFETY: `base` is the start of a `&'p mut [T]` longer than `i`, and each `i` is
-        // taken once (caller), so no two live `&mut` alias.
+        // SAFETY: 1. `base` is the start of a live `&'p mut [T]` longer than `i` (caller), so
+        //    the pointer is in bounds and its borrow exclusive;
+        // 2. each `i` is taken once (caller), so no two live `&mut` alias.
         unsafe { &mut *base.add(i) }
     }
 }
@@ -267,19 +364,22 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     fn neutralize(&mut self) {
         self.0.neutralize();
     }
-    /// # Safety
-    /// As `Column`'s `fetch`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> Option<&'p T> {
-        // SAFETY: `i < len` unless it is the absent marker (caller).
+    unsafe fn fetch(&self, i: usize) -> Option<&'p T> {
+        // SAFETY: `i < index.len()` unless it is the absent marker (caller), tested here; the
+        // inner column has the same index.
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
     }
     type Rows = &'p [T];
     type Base = *const T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p [T] {
-        // SAFETY: as the inner column's (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p [T] {
+        // SAFETY: `start + n <= index.len()` (caller), the inner column's index.
         unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p [T]) -> *const T {
@@ -287,7 +387,8 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *const T, i: usize) -> Option<&'p T> {
-        // SAFETY: as the inner column's (caller).
+        // SAFETY: `i` is below the live rows' length (caller); the inner column's rows are
+        // these rows.
         Some(unsafe { ColumnRef::at(base, i) })
     }
 }
@@ -315,19 +416,25 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     fn neutralize(&mut self) {
         self.0.neutralize();
     }
-    /// # Safety
-    /// As `Column`'s `fetch`.
     #[inline(always)]
-    unsafe fn fetch(&mut self, i: usize) -> Option<&'p mut T> {
-        // SAFETY: `i < len` unless it is the absent marker, each `i` at most once (caller).
+    unsafe fn fetch(&self, i: usize) -> Option<&'p mut T> {
+        // SAFETY: 1. `i < index.len()` unless it is the absent marker (caller), tested here;
+        //    the inner column has the same index;
+        // 2. `i` is fetched once and lies in no rows taken (caller), here as in the inner column.
         (i != usize::MAX).then(|| unsafe { self.0.fetch(i) })
     }
     type Rows = &'p mut [T];
     type Base = *mut T;
     #[inline(always)]
-    unsafe fn rows(&mut self, start: usize, n: usize) -> &'p mut [T] {
-        // SAFETY: as the inner column's (caller).
+    unsafe fn rows(&self, start: usize, n: usize) -> &'p mut [T] {
+        // SAFETY: 1. `start + n <= index.len()` (caller), the inner column's index;
+        // 2. none of those rows is fetched, nor lies in other rows taken (caller), here as in
+        //    the inner column.
         unsafe { self.0.rows(start, n) }
+    }
+    #[inline(always)]
+    fn rows_len(rows: &&'p mut [T]) -> usize {
+        rows.len()
     }
     #[inline(always)]
     fn base(rows: &mut &'p mut [T]) -> *mut T {
@@ -335,7 +442,9 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     }
     #[inline(always)]
     unsafe fn at(base: *mut T, i: usize) -> Option<&'p mut T> {
-        // SAFETY: as the inner column's (caller).
+        // SAFETY: 1. `i` is below the live rows' length (caller); the inner column's rows are
+        //    these rows;
+        // 2. each `i` is taken once (caller).
         Some(unsafe { ColumnMut::at(base, i) })
     }
 }
@@ -387,11 +496,15 @@ impl Sealed for Without<'_> {
         self.0 = no_index(self.0.owner);
     }
     #[inline(always)]
-    unsafe fn fetch(&mut self, _: usize) {}
+    unsafe fn fetch(&self, _: usize) {}
     type Rows = ();
     type Base = ();
     #[inline(always)]
-    unsafe fn rows(&mut self, _: usize, _: usize) {}
+    unsafe fn rows(&self, _: usize, _: usize) {}
+    #[inline(always)]
+    fn rows_len(_: &()) -> usize {
+        usize::MAX
+    }
     #[inline(always)]
     fn base(_: &mut ()) {}
     #[inline(always)]
@@ -405,3 +518,100 @@ impl<'p> IntoColumn for Without<'p> {
         self
     }
 }
+
+/// The per-arity code of joins: [`Columns`] for a tuple of columns `$c` at
+/// positions `$i`, with `$r` naming their rows in the walk.
+macro_rules! tuple_columns {
+    ($($c:ident $i:tt $r:ident),+) => {
+        impl<$($c: Sealed),+> Columns for ($($c,)+) {
+            const LEN: usize = [$($i),+].len();
+            const ROLES: [Role; MAX_COLUMNS] = {
+                let mut roles = [Role::Excluded; MAX_COLUMNS];
+                $(roles[$i] = $c::ROLE;)+
+                roles
+            };
+            const SHARED: [bool; MAX_COLUMNS] = {
+                let mut shared = [true; MAX_COLUMNS];
+                $(shared[$i] = $c::SHARED;)+
+                shared
+            };
+            type Items = ($($c::Item,)+);
+            type Rows = ($($c::Rows,)+);
+
+            #[inline(always)]
+            fn index(&self, k: usize) -> Index<'_> {
+                match k {
+                    $($i => self.$i.index(),)+
+                    _ => no_column(k),
+                }
+            }
+
+            fn neutralize(&mut self, k: usize) {
+                match k {
+                    $($i => self.$i.neutralize(),)+
+                    _ => no_column(k),
+                }
+            }
+
+            #[inline(always)]
+            unsafe fn fetch(&self, d: &[usize; MAX_COLUMNS]) -> Self::Items {
+                // SAFETY: column `k`'s `Sealed::fetch` at `d[k]` asks what this function's
+                // caller promises for column `k`: 1. `d[k]` below its length, or the absent
+                // marker of an optional column; 2. a `&mut` column's index fetched once, and
+                // in no rows taken.
+                unsafe { ($(self.$i.fetch(d[$i]),)+) }
+            }
+
+            #[inline(always)]
+            unsafe fn rows(&self, start: &[usize; MAX_COLUMNS], n: usize) -> Self::Rows {
+                // SAFETY: column `k`'s `Sealed::rows` asks what this function's caller
+                // promises for column `k`: 1. `start[k] + n` within its length; 2. none of
+                // a `&mut` column's rows fetched, nor in other rows taken.
+                unsafe { ($(self.$i.rows(start[$i], n),)+) }
+            }
+
+            #[inline(always)]
+            fn walk<Acc, F>(
+                keys: &[EntityKey],
+                owner: OwnerToken,
+                acc: Acc,
+                f: &mut F,
+                ($($r,)+): Self::Rows,
+            ) -> Acc
+            where
+                F: FnMut(Acc, (EntityId, Self::Items)) -> Acc,
+            {
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments)] // one per column: that is the point
+                fn walk<$($c: Sealed,)+ Acc, F>(
+                    keys: &[EntityKey],
+                    owner: OwnerToken,
+                    mut acc: Acc,
+                    f: &mut F,
+                    $(mut $r: $c::Rows,)+
+                ) -> Acc
+                where
+                    F: FnMut(Acc, (EntityId, ($($c::Item,)+))) -> Acc,
+                {
+                    let n = keys.len()$(.min($c::rows_len(&$r)))+;
+                    let base = ($($c::base(&mut $r),)+);
+                    for (i, key) in keys[..n].iter().enumerate() {
+                        // SAFETY: 1. `i < n`, within every column's rows, which live on
+                        //    unused but through `base`;
+                        // 2. each `i` is taken once, so no `&mut` item twice.
+                        let items = unsafe { ($($c::at(base.$i, i),)+) };
+                        acc = f(acc, (key.entity(owner), items));
+                    }
+                    acc
+                }
+                walk::<$($c,)+ Acc, F>(keys, owner, acc, f, $($r,)+)
+            }
+        }
+    };
+}
+
+tuple_columns!(C0 0 r0, C1 1 r1);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4);
+tuple_columns!(C0 0 r0, C1 1 r1, C2 2 r2, C3 3 r3, C4 4 r4, C5 5 r5);

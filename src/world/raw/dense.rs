@@ -87,6 +87,18 @@ fn locate_slot(keys: &[EntityKey], sparse: &[Sparse], slot: u32) -> Option<usize
     keys.get(d).is_some_and(|k| k.slot() == slot).then_some(d)
 }
 
+/// The dense index `sparse` names for slot `s` (`usize::MAX` past its end). A compare and
+/// a load: no `Option` of a reference, whose `None` a join's walk would test as a null
+/// pointer where the slice's pointer is not known to be non-null.
+#[inline(always)]
+fn sparse_entry(sparse: &[Sparse], s: usize) -> usize {
+    if s < sparse.len() {
+        sparse[s].0 as usize
+    } else {
+        usize::MAX
+    }
+}
+
 /// Which lookup a probe tries first ([`Index::dense_of_key_by`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -239,7 +251,7 @@ impl<'p> Index<'p> {
             }
             Probe::Exact => {
                 let s = key.slot() as usize;
-                let d = self.sparse.get(s).map_or(usize::MAX, |d| d.0 as usize);
+                let d = sparse_entry(self.sparse, s);
                 if d < self.keys.len() {
                     Some(d)
                 } else {
@@ -307,7 +319,7 @@ impl<'p> Index<'p> {
     }
 
     /// Dense index of `slot`'s entry when it has one (any generation), else any index or
-    /// none: the caller confirms the key there. Branch-free on the diagonal test.
+    /// none: a join confirms the key there. Branch-free on the diagonal test.
     /// Both candidates are loaded and one is selected without a branch: in a join the
     /// diagonal test is unpredictable, and a mispredicted branch would serialise the lookups
     /// of consecutive matches, which otherwise overlap.
@@ -315,7 +327,7 @@ impl<'p> Index<'p> {
     pub(crate) fn slot_hint(&self, slot: usize) -> usize {
         let c = slot.min(self.keys.len().wrapping_sub(1));
         let on_diagonal = self.keys.get(c).is_some_and(|k| k.slot() as usize == slot);
-        let sparse = self.sparse.get(slot).map_or(usize::MAX, |d| d.0 as usize);
+        let sparse = sparse_entry(self.sparse, slot);
         let keep = usize::from(on_diagonal).wrapping_neg();
         (c & keep) | (sparse & !keep)
     }
@@ -355,10 +367,20 @@ pub(crate) struct DenseMut<'p, T, A: Allocator> {
 }
 
 impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
-    /// Takes over a pool's arrays. The caller guarantees both vectors hold `capacity` reserved
-    /// elements and have equal lengths (the pool's invariants).
+    /// Takes over a pool's arrays.
+    ///
+    /// # Safety
+    /// - `keys_vec` and `values_vec` have equal lengths, and each has reserved at least
+    ///   `capacity` elements (`capacity()`): the struct invariant, on which every write
+    ///   through the element pointers rests.
+    /// - The arrays hold the module invariants (no slot twice in the keys, an exact sparse
+    ///   map and bitset): the methods keep them only from there, and a join's memory safety
+    ///   rests on no pool holding a key twice.
+    ///
+    /// (`sparse` and `bits` covering the capacity is checked by their indexing; debug builds
+    /// check every array's size here.)
     #[inline(always)]
-    pub(crate) fn new(
+    pub(crate) unsafe fn new(
         capacity: usize,
         keys_vec: &'p mut Vec<EntityKey, A>,
         values_vec: &'p mut Vec<T, A>,
@@ -472,7 +494,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     #[inline(always)]
     pub(crate) fn insert(&mut self, key: EntityKey, value: T) -> (Option<T>, bool) {
         let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {
-            self.append(key, value);
+            // SAFETY: `key`'s slot has no entry: `locate_slot` finds every entry of a slot,
+            // the sparse map being exact (`new`'s contract, kept by every method).
+            unsafe { self.append(key, value) };
             return (None, true);
         };
         // SAFETY: `locate_slot` returns an index below `len`, in bounds and initialized in
@@ -488,11 +512,14 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         (None, true)
     }
 
-    /// Appends `key` at dense index `len`. Keeps the invariants only when `key`'s slot has no
-    /// entry (the caller looked it up, or knows it from the pool's provenance invariant); the
-    /// writes themselves are checked against the capacity.
+    /// Appends `key` at dense index `len`. The writes are checked against the capacity.
+    ///
+    /// # Safety
+    /// - `key`'s slot has no entry (looked up, or known from the pool's provenance
+    ///   invariant): else the pool would hold the slot twice, and a later in-place reuse
+    ///   could make two entries equal, which joins rely on never happening.
     #[inline(always)]
-    pub(crate) fn append(&mut self, key: EntityKey, value: T) {
+    pub(crate) unsafe fn append(&mut self, key: EntityKey, value: T) {
         let i = self.len;
         // Holds whenever the precondition does (stored slots are distinct and below the
         // capacity, and `key`'s is not among them); checked because the writes rely on it.
@@ -542,7 +569,10 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             if locate_slot(self.keys(), self.sparse, key.slot()).is_some() {
                 later = true;
             } else {
-                self.append(key, value);
+                // SAFETY: `key`'s slot has no entry: `locate_slot` finds every entry of a
+                // slot, the sparse map being exact (`new`'s contract, kept by every method,
+                // `append` included).
+                unsafe { self.append(key, value) };
             }
         }
         let mut joined = self.len - start;
@@ -573,9 +603,9 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
     /// `len + count <= capacity` and the slots are below the capacity: one check per batch.
     ///
     /// # Safety
-    /// Values `len..len + count` are initialized, and none of the slots has an entry (else the
-    /// pool would hold a slot twice, and a later in-place reuse could make two entries equal,
-    /// which joins rely on never happening).
+    /// - Values `len..len + count` are initialized.
+    /// - None of the slots has an entry: else the pool would hold a slot twice, and a later
+    ///   in-place reuse could make two entries equal, which joins rely on never happening.
     pub(crate) unsafe fn append_written(&mut self, first: u32, count: usize, generation: u32) {
         let len = self.len;
         let fits = count <= self.capacity - len
@@ -590,7 +620,8 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
         );
         for k in 0..count {
             let key = EntityKey::new(first + k as u32, generation);
-            // SAFETY: `len + k < len + count <= capacity` (caller), within the allocation.
+            // SAFETY: `len + k < len + count <= capacity` (checked above), within the
+            // allocation (struct invariant).
             unsafe { self.keys.add(len + k).write(key) };
         }
         self.len = len + count;
@@ -715,7 +746,10 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
                 continue;
             }
             if kept != i {
-                // SAFETY: as above.
+                // SAFETY: 1. `kept < i < len`: both in the initialized prefix, so the reads
+                //    and writes are in bounds and read initialized elements;
+                // 2. every entry at `kept..i` is a mark or a survivor already moved below
+                //    `kept`: none is lost.
                 unsafe {
                     self.keys.add(kept).write(key);
                     self.values.add(kept).write(self.values.add(i).read());
@@ -736,7 +770,7 @@ impl<'p, T: Copy, A: Allocator> DenseMut<'p, T, A> {
             let key = unsafe { self.keys.add(i).read() };
             if key.generation() == MARK_GENERATION {
                 let slot = key.slot();
-                // SAFETY: as above.
+                // SAFETY: `i < len`: in bounds, and overwriting an initialized `Copy` key.
                 unsafe {
                     self.keys
                         .add(i)

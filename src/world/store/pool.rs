@@ -520,7 +520,8 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
             dense.find_slot(entity.slot()).is_none(),
             "{entity:?}: its slot already has an entry"
         );
-        dense.append(EntityKey::of(entity), value);
+        // SAFETY: `entity`'s slot has no entry in this pool (this function's contract).
+        unsafe { dense.append(EntityKey::of(entity), value) };
         dense.finish();
     }
 
@@ -543,14 +544,21 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
     fn dense_mut(&mut self) -> DenseMut<'_, T, A> {
         self.layout = 0;
         self.cluster = 0;
-        DenseMut::new(
-            self.capacity,
-            &mut self.keys,
-            &mut self.values,
-            &mut self.sparse,
-            &mut self.bits,
-            &mut self.order,
-        )
+        // SAFETY: 1. `keys` and `values` have equal lengths and reserved `capacity` each: both
+        //    are reserved at init and change only through `DenseMut`, which never grows them
+        //    past the capacity and sets both lengths at once (`finish`);
+        // 2. the arrays hold the dense module's invariants: they are established empty at
+        //    init and every change goes through `DenseMut`'s methods, which keep them.
+        unsafe {
+            DenseMut::new(
+                self.capacity,
+                &mut self.keys,
+                &mut self.values,
+                &mut self.sparse,
+                &mut self.bits,
+                &mut self.order,
+            )
+        }
     }
 
     /// Length of the packed prefix of this pool's group of `size` members (0 when it is in
@@ -830,9 +838,11 @@ impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
             out_of_reservation(count, self.reserved);
         }
         let mut dense = self.pool.dense_mut();
-        // SAFETY: the values `len..len + count` were written through `next` (caller), which
-        // was the pool's `len` when reserved and is unchanged; the slots have no entry
-        // (caller); `append_written` checks the capacity itself.
+        // SAFETY: 1. the values `len..len + count` were written through `next` (this
+        //    function's contract), which was the pool's `len` when reserved and is unchanged
+        //    (the writer borrows the pool exclusively);
+        // 2. the slots have no entry (this function's contract).
+        // `append_written` checks the capacity itself.
         unsafe { dense.append_written(first, count, generation) };
         dense.finish();
     }
