@@ -68,8 +68,8 @@ MUTANTS = {
         "        self.ok &= pool.owner() == self.owner;\n        self.pools += 1;",
         "        self.pools += 1;"),
     "insert-ignores-stale-entry": ("src/world/raw/dense.rs",
-        "        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {\n            self.append(key, value);",
-        "        let Some(i) = self.find(key) else {\n            self.append(key, value);"),
+        "        let Some(i) = locate_slot(self.keys(), self.sparse, key.slot()) else {\n            // SAFETY: `key`'s slot",
+        "        let Some(i) = self.find(key) else {\n            // SAFETY: `key`'s slot"),
 }
 
 
