@@ -117,15 +117,8 @@ impl<A: Allocator + Clone> core::fmt::Debug for Durable<A> {
 }
 
 impl<A: Allocator + Clone> Durable<A> {
-    fn try_new_in(
-        capacity: usize,
-        config: Option<DurableConfig>,
-        alloc: A,
-    ) -> Result<Self, InitError> {
-        let (slots, c) = match config {
-            Some(c) => (capacity, c),
-            None => (0, DurableConfig::default()),
-        };
+    fn try_new_in(capacity: usize, c: DurableConfig, alloc: A) -> Result<Self, InitError> {
+        let slots = capacity;
         let bindings = if slots == 0 { 0 } else { c.bindings.min(slots) };
         Ok(Self {
             owner: 0,
@@ -249,7 +242,7 @@ impl<A: Allocator + Clone> ReadOnly<Durable<A>> {
         config: DurableConfig,
         alloc: A,
     ) -> Result<Self, InitError> {
-        Durable::try_new_in(capacity, Some(config), alloc).map(Self::wrap)
+        Durable::try_new_in(capacity, config, alloc).map(Self::wrap)
     }
 }
 
