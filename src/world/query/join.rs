@@ -1204,15 +1204,12 @@ impl<C: Columns> Join<C> {
             return acc;
         }
         while m != 0 {
-            // Bit `b`, the lowest of `m`, and every bit below it. Set in every column's word
-            // (`m` is their AND), so the members up to it count one more than those below
-            // it, its rank: one mask, ANDed once per column (the mask of the bits below
-            // alone, `(1 << b) - 1` or `!m & (m - 1)`, LLVM splits into two ANDs per column).
-            let upto = m ^ (m - 1);
+            let b = m.trailing_zeros();
             m &= m - 1;
+            let low = (1u64 << b) - 1;
             let mut d = [0usize; MAX_COLUMNS];
             for k in 0..C::LEN {
-                d[k] = ranks[k] + (words[k] & upto).count_ones() as usize - 1;
+                d[k] = ranks[k] + (words[k] & low).count_ones() as usize;
             }
             // SAFETY: bit `b` is set in column 0's word, so `d[0]` is its rank among the
             // word's members: below `ranks[0] + count <= len` (caller), the keys' length.
