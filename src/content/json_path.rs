@@ -173,3 +173,8 @@ mod tests {
         assert_eq!(locate(text, &[Step::Index(0)]), (1, 1));
     }
 }
+
+/// The path of a document's `i`-th entity (`$.entities[i]`, in records and level files).
+pub(crate) fn entity_path(i: usize) -> Vec<Step> {
+    index(&[Step::Key("entities".into())], i)
+}

@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
-use super::json_path::{index, key, Step};
+use super::json_path::{entity_path, index, key, Step};
 use super::record::{canonical_all, is_component_name, Components};
 use crate::identity::{UuidError, UuidPolicy};
 
@@ -233,11 +233,6 @@ impl LevelFile {
         bytes.push(b'\n');
         bytes
     }
-}
-
-/// The path of the `i`-th entity (`$.entities[i]`).
-pub(crate) fn entity_path(i: usize) -> Vec<Step> {
-    index(&[Step::Key("entities".into())], i)
 }
 
 fn check_uuid(uuid: Uuid, at: &[Step]) -> R<()> {

@@ -4,11 +4,11 @@
 use std::path::Path;
 
 use super::error::{Fault, Located};
-use super::json_path::key;
-use super::level::{entity_path, LevelFile};
-use super::mapping::{component_index, RecordList};
+
+use super::level::LevelFile;
+use super::mapping::RecordList;
 use super::plan::Plan;
-use super::restore::{apply_plan, unresolved, Restored};
+use super::restore::{apply_plan, decode_components, unresolved, Restored};
 use super::restore_error::{RestoreError, RestoreErrorKind};
 use crate::durable::DurableOps;
 use crate::identity::InstanceId;
@@ -40,25 +40,7 @@ where
     debug_assert!(unique);
     for (i, e) in level.entities.iter().enumerate() {
         plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p));
-        for (name, props) in &e.components {
-            let at = key(&key(&entity_path(i), "components"), name);
-            let Some(k) = component_index::<W>(name) else {
-                return Err(Fault::new(
-                    RestoreErrorKind::UnknownComponent { name: name.clone() },
-                    &at,
-                ));
-            };
-            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
-                .map_err(|message| {
-                    Fault::new(
-                        RestoreErrorKind::Component {
-                            component: name.clone(),
-                            message,
-                        },
-                        &at,
-                    )
-                })?;
-        }
+        decode_components::<W>(&mut plan, i, &e.components)?;
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
     apply_plan(&plan, world, instance, None)

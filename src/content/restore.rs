@@ -10,10 +10,10 @@
 use std::path::Path;
 
 use super::error::{Fault, Located};
-use super::json_path::{index, key, Step};
+use super::json_path::{entity_path, key};
 use super::mapping::{component_index, RecordList};
 use super::plan::{FailPoint, Plan, Unresolved};
-use super::record::WorldV2;
+use super::record::{Components, WorldV2};
 use super::restore_error::{RestoreError, RestoreErrorKind};
 use crate::durable::DurableOps;
 use crate::identity::InstanceId;
@@ -24,10 +24,6 @@ use crate::world::EntityId;
 pub struct Restored {
     /// `entities[i]` is the entity of the document's `i`-th entity.
     pub entities: Vec<EntityId>,
-}
-
-fn entity_path(i: usize) -> Vec<Step> {
-    index(&[Step::Key("entities".into())], i)
 }
 
 /// Stages a version-2 record for `W` (decode and resolve; no world touched).
@@ -44,28 +40,42 @@ where
     let unique = plan.seal();
     debug_assert!(unique);
     for (i, e) in record.entities.iter().enumerate() {
-        for (name, props) in &e.components {
-            let at = key(&key(&entity_path(i), "components"), name);
-            let Some(k) = component_index::<W>(name) else {
-                return Err(Fault::new(
-                    RestoreErrorKind::UnknownComponent { name: name.clone() },
-                    &at,
-                ));
-            };
-            plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
-                .map_err(|message| {
-                    Fault::new(
-                        RestoreErrorKind::Component {
-                            component: name.clone(),
-                            message,
-                        },
-                        &at,
-                    )
-                })?;
-        }
+        decode_components::<W>(&mut plan, i, &e.components)?;
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
     Ok(plan)
+}
+
+/// Stages document entity `i`'s components (records and level files alike), each rejection
+/// located at `entities[i].components.<name>`.
+pub(crate) fn decode_components<W: DurableOps>(
+    plan: &mut Plan,
+    i: usize,
+    components: &Components,
+) -> Result<(), RestoreError>
+where
+    W::Components: RecordList,
+{
+    for (name, props) in components {
+        let at = key(&key(&entity_path(i), "components"), name);
+        let Some(k) = component_index::<W>(name) else {
+            return Err(Fault::new(
+                RestoreErrorKind::UnknownComponent { name: name.clone() },
+                &at,
+            ));
+        };
+        plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
+            .map_err(|message| {
+                Fault::new(
+                    RestoreErrorKind::Component {
+                        component: name.clone(),
+                        message,
+                    },
+                    &at,
+                )
+            })?;
+    }
+    Ok(())
 }
 
 pub(crate) fn unresolved<W: DurableOps>(u: &Unresolved) -> RestoreError {
