@@ -156,6 +156,11 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
 }
 
+/// The path of a document's `i`-th entity (`$.entities[i]`, in records and level files).
+pub(crate) fn entity_path(i: usize) -> Vec<Step> {
+    index(&[Step::Key("entities".into())], i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,9 +177,4 @@ mod tests {
         assert_eq!(locate(text, &[Step::Key("zz".into())]), (1, 1));
         assert_eq!(locate(text, &[Step::Index(0)]), (1, 1));
     }
-}
-
-/// The path of a document's `i`-th entity (`$.entities[i]`, in records and level files).
-pub(crate) fn entity_path(i: usize) -> Vec<Step> {
-    index(&[Step::Key("entities".into())], i)
 }
