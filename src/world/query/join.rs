@@ -378,6 +378,78 @@ impl<C: Columns, const RANK: bool, const LIVE: bool> Step for OthersAt<'_, C, RA
     }
 }
 
+/// The ranked plan's move to membership word `w`: each column's ranks gain the members of
+/// the word left (`counts`), its word and count are loaded, and `m` ANDs the words.
+struct RankWord<'a, C> {
+    columns: &'a C,
+    w: usize,
+    words: &'a mut [u64; MAX_COLUMNS],
+    ranks: &'a mut [usize; MAX_COLUMNS],
+    counts: &'a mut [usize; MAX_COLUMNS],
+    m: u64,
+}
+
+impl<C: Columns> Step for RankWord<'_, C> {
+    #[inline(always)]
+    fn column(&mut self, k: usize) -> bool {
+        self.ranks[k] += self.counts[k];
+        self.words[k] = word_of(&self.columns.index(k), self.w);
+        self.counts[k] = self.words[k].count_ones() as usize;
+        self.m &= self.words[k];
+        true
+    }
+}
+
+/// Whether every column's members up to the end of the current word have rows
+/// (`ranks + counts <= lens`).
+struct RanksFit<'a> {
+    ranks: &'a [usize; MAX_COLUMNS],
+    counts: &'a [usize; MAX_COLUMNS],
+    lens: &'a [usize; MAX_COLUMNS],
+}
+
+impl Step for RanksFit<'_> {
+    #[inline(always)]
+    fn column(&mut self, k: usize) -> bool {
+        self.ranks[k] + self.counts[k] <= self.lens[k]
+    }
+}
+
+/// The ranked plan's rows of one match: `d[k]` is `ranks[k]` plus the members of column `k`'s
+/// word under `low` (`RUN`: `low` is the match's offset in a word that is one run in every
+/// column).
+struct RankAt<'a, const RUN: bool> {
+    words: &'a [u64; MAX_COLUMNS],
+    ranks: &'a [usize; MAX_COLUMNS],
+    low: u64,
+    d: [usize; MAX_COLUMNS],
+}
+
+impl<const RUN: bool> Step for RankAt<'_, RUN> {
+    #[inline(always)]
+    fn column(&mut self, k: usize) -> bool {
+        self.d[k] = if RUN {
+            self.ranks[k] + self.low as usize
+        } else {
+            self.ranks[k] + (self.words[k] & self.low).count_ones() as usize
+        };
+        true
+    }
+}
+
+/// Whether every column's word is `m`.
+struct AllWords<'a> {
+    words: &'a [u64; MAX_COLUMNS],
+    m: u64,
+}
+
+impl Step for AllWords<'_> {
+    #[inline(always)]
+    fn column(&mut self, k: usize) -> bool {
+        self.words[k] == self.m
+    }
+}
+
 /// What a join's build learns of its columns (after neutralizing those of another owner).
 struct Facts {
     /// The owner of the first required column.
@@ -1144,19 +1216,26 @@ impl<C: Columns> Join<C> {
             counts[k] = words[k].count_ones() as usize;
         }
         while next < end {
-            let w = next;
+            let mut word = RankWord {
+                columns: &self.columns,
+                w: next,
+                words: &mut words,
+                ranks: &mut ranks,
+                counts: &mut counts,
+                m: !0u64,
+            };
             next += 1;
-            let mut m = !0u64;
-            for k in 0..C::LEN {
-                ranks[k] += counts[k];
-                words[k] = word_of(&self.columns.index(k), w);
-                counts[k] = words[k].count_ones() as usize;
-                m &= words[k];
-            }
+            each::<C, _>(&mut word);
+            let m = word.m;
             // Checked once per word: every column's members here have rows. Where bitsets
             // and lengths disagree (no world pool's do), nothing of the word can be fetched
             // safely, so none of it is.
-            if m != 0 && (0..C::LEN).all(|k| ranks[k] + counts[k] <= lens[k]) {
+            let mut fit = RanksFit {
+                ranks: &ranks,
+                counts: &counts,
+                lens: &lens,
+            };
+            if m != 0 && each::<C, _>(&mut fit) {
                 // SAFETY: 1. checked above; 2. ranks only grow, from word to word, by the
                 // members of the word left, and no row was fetched by rank beyond them.
                 acc = unsafe { self.ranked_word(m, &words, &ranks, acc, &mut f) };
@@ -1186,12 +1265,16 @@ impl<C: Columns> Join<C> {
         F: FnMut(Acc, (EntityId, C::Items)) -> Acc,
     {
         let (owner, keys) = (self.owner, self.columns.index(0).keys);
-        if (0..C::LEN).all(|k| words[k] == m) {
-            for j in 0..m.count_ones() as usize {
-                let mut d = [0usize; MAX_COLUMNS];
-                for k in 0..C::LEN {
-                    d[k] = ranks[k] + j;
-                }
+        if each::<C, _>(&mut AllWords { words, m }) {
+            for j in 0..m.count_ones() as u64 {
+                let mut at = RankAt::<true> {
+                    words,
+                    ranks,
+                    low: j,
+                    d: [0; MAX_COLUMNS],
+                };
+                each::<C, _>(&mut at);
+                let d = at.d;
                 // SAFETY: `d[0] < ranks[0] + count <= len` of column 0 (caller; every
                 // column's word is `m`), the length of its keys.
                 let key = unsafe { *keys.get_unchecked(d[0]) };
@@ -1206,11 +1289,14 @@ impl<C: Columns> Join<C> {
         while m != 0 {
             let b = m.trailing_zeros();
             m &= m - 1;
-            let low = (1u64 << b) - 1;
-            let mut d = [0usize; MAX_COLUMNS];
-            for k in 0..C::LEN {
-                d[k] = ranks[k] + (words[k] & low).count_ones() as usize;
-            }
+            let mut at = RankAt::<false> {
+                words,
+                ranks,
+                low: (1u64 << b) - 1,
+                d: [0; MAX_COLUMNS],
+            };
+            each::<C, _>(&mut at);
+            let d = at.d;
             // SAFETY: bit `b` is set in column 0's word, so `d[0]` is its rank among the
             // word's members: below `ranks[0] + count <= len` (caller), the keys' length.
             let key = unsafe { *keys.get_unchecked(d[0]) };
