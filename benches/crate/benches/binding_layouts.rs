@@ -14,7 +14,8 @@
 //! times every contender once over the whole query stream; the line per size gives the medians
 //! of the rounds and the ratio to hashbrown's. `LUDUS_HITS_ONLY=1` drops the 10% misses.
 //!
-//! `cargo run --release -p ludus-benches --example binding_layouts -- 7`
+//! `cargo bench -p ludus-benches --bench binding_layouts -- 7` (rounds; a bench target, so that
+//! `cargo test` does not build the benches' dependencies).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -23,7 +24,7 @@ use ludus::identity::{InstanceId, PersistentObjectKey};
 use ludus::prelude::*;
 use uuid::Uuid;
 
-#[path = "../benches/common/binding.rs"]
+#[path = "common/binding.rs"]
 mod common;
 use common::{key, spawned, Hp, Rng};
 
@@ -219,7 +220,11 @@ const NAMES: [&str; 7] = [
 ];
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).map_or(7, |a| a.parse().unwrap());
+    // `cargo bench` passes `--bench`; the first other argument is the number of rounds.
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find(|a| a != "--bench")
+        .map_or(7, |a| a.parse().expect("rounds: a number"));
     let hits_only = std::env::var_os("LUDUS_HITS_ONLY").is_some();
     const INSTANCE: u32 = 7;
     for n in [1_000usize, 100_000, 1_000_000] {
