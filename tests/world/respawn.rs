@@ -169,10 +169,6 @@ fn reentrant_roster_cannot_duplicate_a_slot_in_a_respawn_fallback() {
 /// world): the sequence is checked before anything changes, and the commit fails with `old`
 /// untouched.
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "apply's debug_assert panics on the failed command"
-)]
 fn in_place_respawn_checks_the_sequence_before_the_release() {
     let mut s = Sneaky {
         w: Loose::try_new(8).unwrap(),

@@ -339,10 +339,6 @@ impl Stores<E> for Hostile {}
 impl Stores<F> for Hostile {}
 
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "apply's debug_assert panics on a failed command"
-)]
 fn hostile_roster_during_a_partial_respawn() {
     let mut fired = 0;
     let mut broken = Vec::new();
