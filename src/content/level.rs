@@ -32,6 +32,7 @@ use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
 use super::json_path::{entity_path, index, key, Step};
 use super::record::{canonical_all, is_component_name, Components};
+use crate::durable::first_cycle;
 use crate::identity::{UuidError, UuidPolicy};
 
 /// The `format` member of a level file.
@@ -149,30 +150,12 @@ impl LevelFile {
             }
         }
         let parents = self.parent_indices(&at_index)?;
-        // Cycle check: walk each chain once; `state` 1 = on the current walk, 2 = known good.
-        let mut state = vec![0u8; parents.len()];
-        for start in 0..parents.len() {
-            let mut walk = Vec::new();
-            let mut at = Some(start);
-            while let Some(i) = at {
-                match state[i] {
-                    2 => break,
-                    // `i` is on the loop: report the link that closes it.
-                    1 => {
-                        return Err(Fault::new(
-                            LevelErrorKind::ParentCycle,
-                            &key(&entity_path(i), "parent"),
-                        ))
-                    }
-                    _ => {}
-                }
-                state[i] = 1;
-                walk.push(i);
-                at = parents[i];
-            }
-            for i in walk {
-                state[i] = 2;
-            }
+        // One walk over the whole document (linear however the entities are ordered).
+        if let Some(i) = first_cycle(parents.len(), |i| parents[i]) {
+            return Err(Fault::new(
+                LevelErrorKind::ParentCycle,
+                &key(&entity_path(i), "parent"),
+            ));
         }
         Ok(())
     }

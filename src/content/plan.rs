@@ -35,8 +35,10 @@ use super::error::Text;
 use super::mapping::{bits_uuid, rewrite_refs, RecordComponent, RecordList, RecordVisitor};
 use super::restore_error::RestoreErrorKind;
 use crate::buckets::{bucket_sort, top16, Starts};
+use crate::durable::tables::enabled_mut;
 use crate::durable::{
-    Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
+    first_cycle, Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
+    MAX_NAME_LEN,
 };
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::roster::Roster;
@@ -294,21 +296,30 @@ impl Plan {
             .check_create_budget(n)
             .and_then(|()| registry.check_revisions((n + self.values()) as u64))
             .map_err(|e| world_err(e.into()))?;
-        let names: usize = self
-            .entities
-            .iter()
-            .map(|e| crate::durable::Hierarchy::<W::Alloc>::name_cost(e.name.1))
-            .sum();
+        // Names: the first entity whose name is too long, or at which the names so far
+        // outgrow the arena, is the one reported.
         let h = durable.hierarchy();
-        let longest = self.entities.iter().map(|e| e.name.1).max().unwrap_or(0);
-        if names > h.name_free() || longest > 0xffff {
-            return Err(world_err(
-                HierarchyError::NameBudget {
+        let mut names = 0usize;
+        for (i, e) in self.entities.iter().enumerate() {
+            let refuse = |err: HierarchyError| (Some(i), RestoreErrorKind::World(err.into()));
+            if e.name.1 > MAX_NAME_LEN {
+                return Err(refuse(HierarchyError::NameTooLong { len: e.name.1 }));
+            }
+            names += crate::durable::Hierarchy::<W::Alloc>::name_cost(e.name.1);
+            if names > h.name_free() {
+                return Err(refuse(HierarchyError::NameBudget {
                     requested: names,
                     free: h.name_free(),
                     budget: h.name_budget(),
-                }
-                .into(),
+                }));
+            }
+        }
+        // One cycle check over the whole plan (linear however the document orders its
+        // entities) stands for `set_parent`'s walk per entity in pass 2.
+        if let Some(i) = first_cycle(n, |i| self.entities[i].parent.map(|p| p as usize)) {
+            return Err((
+                Some(i),
+                RestoreErrorKind::World(HierarchyError::Cycle.into()),
             ));
         }
         if let Some(instance) = instance {
@@ -430,11 +441,12 @@ impl Plan {
                     .map_err(|err| (Some(i), RestoreErrorKind::World(err)))?;
             }
         }
+        // Parents: linked without `set_parent`'s ancestor walk per entity (checked before
+        // pass 1: the plan's links are acyclic, and its entities fresh and unprotected).
+        let (_, durable) = enabled_mut(world).map_err(world_err)?;
         for (i, e) in self.entities.iter().enumerate() {
-            if let Some(p) = e.parent {
-                world
-                    .set_parent(created[i], Some(created[p as usize]))
-                    .map_err(|err| (Some(i), RestoreErrorKind::World(err)))?;
+            if let Some(&p) = e.parent.and_then(|p| created.get(p as usize)) {
+                durable.hierarchy.set_parent(created[i].slot(), Some(p));
             }
         }
         if fail == Some(FailPoint::BeforeActivate) {

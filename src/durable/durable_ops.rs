@@ -40,15 +40,19 @@ pub trait DurableOps: WorldOps + DurableRoster {
     /// [`WorldBindingTable::lookup_batch`](crate::durable::binding::WorldBindingTable::lookup_batch)).
     ///
     /// # Errors
-    /// [`DurableError::Disabled`].
-    ///
-    /// # Panics
-    /// When `out` is shorter than `keys`.
+    /// [`DurableError::Disabled`]; [`DurableError::LengthMismatch`] when `out` is shorter
+    /// than `keys` (nothing written).
     fn resolve_batch(
         &self,
         keys: &[PersistentObjectKey],
         out: &mut [Option<EntityId>],
     ) -> Result<usize, DurableError> {
+        if out.len() < keys.len() {
+            return Err(DurableError::LengthMismatch {
+                selection: keys.len(),
+                out: out.len(),
+            });
+        }
         let (registry, durable) = enabled(self)?;
         Ok(durable.bindings.lookup_batch_attached(registry, keys, out))
     }
@@ -147,7 +151,9 @@ pub trait DurableOps: WorldOps + DurableRoster {
             .filter_map(move |c| registry.live_at(c))
     }
 
-    /// Moves `child` under `parent` (appended as its last child) or to the root.
+    /// Moves `child` under `parent` (appended as its last child) or to the root. O(1) when
+    /// `child` has no children (building a chain top-down is linear); else the cycle check
+    /// walks `parent`'s ancestors.
     ///
     /// # Errors
     /// [`DurableError::Disabled`], `World(Rejected)` for a dead child or parent,

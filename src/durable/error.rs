@@ -32,10 +32,10 @@ pub enum DurableError {
         /// The second occurrence.
         index: usize,
     },
-    /// The output slice does not match the selection.
+    /// The output slice does not match the selection (or is shorter than a batch of keys).
     #[error("{selection} selected, output holds {out}")]
     LengthMismatch {
-        /// Entities selected.
+        /// Entities selected, or keys given.
         selection: usize,
         /// Output slots.
         out: usize,

@@ -39,16 +39,23 @@ pub enum HierarchyError {
     /// refused with [`WorldError::Protected`](crate::world::store::error::WorldError::Protected)).
     #[error("entity is protected")]
     Protected,
-    /// The name does not fit the arena (even after compaction), or is longer than 65535
-    /// bytes.
-    #[error("name of {requested} bytes does not fit: {free} of {budget} bytes free")]
+    /// The name does not fit the name arena, even after compaction. The arena's size is
+    /// fixed at init: `DurableConfig::name_bytes`.
+    #[error("names of {requested} bytes do not fit: {free} of the name arena's {budget} bytes free (DurableConfig::name_bytes)")]
     NameBudget {
-        /// Bytes the name needs with its record header.
+        /// Bytes the name (or a restore's names up to the first that does not fit) needs,
+        /// with a 6-byte record header per name.
         requested: usize,
         /// Bytes free after compaction.
         free: usize,
         /// The arena's fixed size.
         budget: usize,
+    },
+    /// The name is longer than [`MAX_NAME_LEN`] bytes, whatever the arena's size.
+    #[error("a name of {len} bytes is longer than the {MAX_NAME_LEN} a name may have")]
+    NameTooLong {
+        /// The name's length in bytes.
+        len: usize,
     },
     /// The index is beyond the parent's children.
     #[error("child index {index} out of range ({len} children)")]
@@ -70,6 +77,8 @@ const NAME_HEADER: usize = 6;
 
 /// The largest name arena: a node stores its name's offset as a `u32`.
 pub const MAX_NAME_BYTES: usize = u32::MAX as usize;
+/// The longest name, in bytes: a name record stores its length as a `u16`.
+pub const MAX_NAME_LEN: usize = u16::MAX as usize;
 const PROTECTED: u32 = 1 << 31;
 
 /// Links of one slot; `0` means none, otherwise `slot + 1`.
@@ -90,7 +99,7 @@ struct Node {
 
 impl Node {
     fn len(&self) -> usize {
-        (self.name_len & 0xffff) as usize
+        (self.name_len & MAX_NAME_LEN as u32) as usize
     }
 }
 
@@ -102,6 +111,33 @@ fn link(slot: u32) -> u32 {
 #[inline(always)]
 fn unlink(l: u32) -> Option<u32> {
     l.checked_sub(1)
+}
+
+/// The first entity, in index order of the walks, whose parent link closes a loop in the
+/// forest of `n` entities where `parent(i)` is entity `i`'s parent; `None` when the links
+/// are acyclic. Linear in `n` however the entities are ordered: every entity is walked
+/// through once.
+pub(crate) fn first_cycle(n: usize, parent: impl Fn(usize) -> Option<usize>) -> Option<usize> {
+    // 0: not seen, 1: on the current walk, 2: known to reach a root.
+    let mut state = std::vec![0u8; n];
+    let mut walk = std::vec::Vec::new();
+    for start in 0..n {
+        let mut at = Some(start);
+        while let Some(i) = at.filter(|&i| i < n) {
+            match state[i] {
+                2 => break,
+                1 => return Some(i),
+                _ => {}
+            }
+            state[i] = 1;
+            walk.push(i);
+            at = parent(i);
+        }
+        for i in walk.drain(..) {
+            state[i] = 2;
+        }
+    }
+    None
 }
 
 /// Names and links of every slot of one registry (module docs).
@@ -215,8 +251,16 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         self.node(slot).and_then(|n| unlink(n.next))
     }
 
-    /// Whether `ancestor` is `slot` or one of its ancestors (walks at most `slots` links).
+    /// Whether `ancestor` is `slot` or one of its ancestors. O(1) when `ancestor` has no
+    /// children (a leaf is nobody's ancestor: building a chain top-down or parenting fresh
+    /// entities never walks), else walks `slot`'s ancestors (at most `slots` links).
     pub(crate) fn is_ancestor_or_self(&self, ancestor: u32, slot: u32) -> bool {
+        if ancestor == slot {
+            return true;
+        }
+        if self.first_child(ancestor).is_none() {
+            return false;
+        }
         let mut s = Some(slot);
         for _ in 0..=self.nodes.len() {
             match s {
@@ -357,8 +401,11 @@ impl<A: Allocator + Clone> Hierarchy<A> {
             l => NAME_HEADER + l,
         });
         let need = if len == 0 { 0 } else { NAME_HEADER + len };
+        if len > MAX_NAME_LEN {
+            return Err(HierarchyError::NameTooLong { len });
+        }
         let free = self.names.len() - (self.live - old);
-        if len > 0xffff || need > free {
+        if need > free {
             return Err(HierarchyError::NameBudget {
                 requested: need,
                 free,

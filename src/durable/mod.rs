@@ -58,7 +58,8 @@ pub use checkpoint::{
 };
 pub use durable_ops::DurableOps;
 pub use error::DurableError;
-pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES};
+pub(crate) use hierarchy::first_cycle;
+pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES, MAX_NAME_LEN};
 pub use outliner::{Outliner, OutlinerRow, WorldCounts};
 pub use persistent::{
     ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,
@@ -66,7 +67,9 @@ pub use persistent::{
     MAX_COMMAND_COMPONENTS,
 };
 pub use selection::{Selection, SelectionEntry, SelectionError};
-pub use tables::{Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs};
+pub use tables::{
+    Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs, NAME_BYTES_PER_SLOT,
+};
 
 /// The plumbing of durable worlds: the type list of a roster's entity-referencing components and
 /// the bind step that `world!`'s durable constructors call. A program that declares its worlds

@@ -17,7 +17,7 @@ use bytemuck::Pod;
 
 use crate::durable::binding::WorldBindingTable;
 use crate::durable::error::DurableError;
-use crate::durable::hierarchy::{Hierarchy, OrphanPolicy};
+use crate::durable::hierarchy::{Hierarchy, OrphanPolicy, MAX_NAME_BYTES};
 use crate::durable::ticket::TicketState;
 use crate::identity::OwnerToken;
 use crate::world::raw::keys::EntityId;
@@ -29,12 +29,17 @@ use crate::world::store::reserve::filled;
 use crate::world::store::roster::{sealed, ComponentList, HookedParts, Roster};
 use crate::world::world_ops::WorldOps;
 
+/// The default name arena's bytes per slot: a name of 18 bytes with its header for every
+/// entity the world can hold (see [`DurableConfig::name_bytes`]).
+pub const NAME_BYTES_PER_SLOT: usize = 24;
+
 /// How a durable world sizes its identity tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DurableConfig {
     /// Bytes of the name arena (names are stored with a 6-byte header each); at most
     /// [`MAX_NAME_BYTES`](crate::durable::hierarchy::MAX_NAME_BYTES), else init fails with
-    /// [`InitError::CapacityTooLarge`].
+    /// [`InitError::CapacityTooLarge`]. `usize::MAX` (the default): [`NAME_BYTES_PER_SLOT`]
+    /// per slot of the world's capacity, at least 64 KiB (and at most `MAX_NAME_BYTES`).
     pub name_bytes: usize,
     /// Most bindings at once (at most the world's capacity; `usize::MAX`: the capacity).
     pub bindings: usize,
@@ -48,7 +53,7 @@ pub struct DurableConfig {
 impl Default for DurableConfig {
     fn default() -> Self {
         Self {
-            name_bytes: 64 * 1024,
+            name_bytes: usize::MAX,
             bindings: usize::MAX,
             orphans: OrphanPolicy::Detach,
             stable_ids: true,
@@ -131,7 +136,13 @@ impl<A: Allocator + Clone> Durable<A> {
             )?,
             hierarchy: Hierarchy::try_new_in(
                 slots,
-                if slots == 0 { 0 } else { c.name_bytes },
+                match (slots, c.name_bytes) {
+                    (0, _) => 0,
+                    (_, usize::MAX) => slots
+                        .saturating_mul(NAME_BYTES_PER_SLOT)
+                        .clamp(64 * 1024, MAX_NAME_BYTES),
+                    (_, bytes) => bytes,
+                },
                 alloc.clone(),
             )?,
             policy: c.orphans,

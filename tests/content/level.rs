@@ -267,3 +267,53 @@ fn a_swapped_in_pool_is_refused_before_pass_one() {
     );
     assert_eq!(snapshot(&a, true), before, "counters included");
 }
+
+/// A chain of entities, entity `k` the parent of entity `k + 1`, listed in `order`.
+fn chain(order: &[usize]) -> LevelFile {
+    let uuid = |k: usize| object(k as u64).as_uuid();
+    LevelFile {
+        entities: order
+            .iter()
+            .map(|&k| ludus::content::LevelEntity {
+                uuid: uuid(k),
+                name: String::new(),
+                parent: (k > 0).then(|| uuid(k - 1)),
+                components: ludus::content::Components::new(),
+            })
+            .collect(),
+    }
+}
+
+/// Deep chains restore whatever order the file lists them in (parent first, child first,
+/// shuffled), each entity under its own parent; a loop anywhere in the file is refused.
+#[test]
+fn deep_chains_restore_in_any_order() {
+    let n = if cfg!(miri) { 40 } else { 20_000 };
+    let parent_first: Vec<usize> = (0..n).collect();
+    let child_first: Vec<usize> = (0..n).rev().collect();
+    let mut shuffled = parent_first.clone();
+    let mut rng = crate::support::Rng::seeded(7);
+    for i in (1..n).rev() {
+        shuffled.swap(i, rng.below(i + 1));
+    }
+    for order in [parent_first, child_first, shuffled] {
+        let file = chain(&order);
+        let mut w = level(n);
+        let r = restore_level(&file, None, &mut w).unwrap();
+        let mut handle = vec![EntityId::NULL; n];
+        for (at, &k) in order.iter().enumerate() {
+            handle[k] = r.entities[at];
+        }
+        for k in 0..n {
+            let want = (k > 0).then(|| handle[k - 1]);
+            assert_eq!(w.parent(handle[k]).unwrap(), want, "entity {k}");
+        }
+    }
+    // The root's parent set to the last entity closes a loop: refused, nothing restored.
+    let mut file = chain(&(0..n).collect::<Vec<_>>());
+    file.entities[0].parent = Some(object(n as u64 - 1).as_uuid());
+    let mut w = level(n);
+    let err = restore_level(&file, None, &mut w).unwrap_err();
+    assert!(matches!(err.kind, K::Level(L::ParentCycle)), "{err}");
+    assert_eq!(w.registry.len(), 0);
+}

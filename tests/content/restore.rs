@@ -9,6 +9,7 @@ use ludus::content::{
     restore_world, restore_world_failing, restore_world_from_slice, FailPoint, RecordErrorKind,
     RestoreErrorKind as K, Step, WorldV2,
 };
+use ludus::durable::HierarchyError;
 use ludus::identity::PersistentObjectKey;
 use ludus::prelude::*;
 use serde_json::json;
@@ -198,10 +199,20 @@ fn world_refusals_change_nothing() {
     small.begin_structural();
     let before = snapshot(&small, true);
     let err = restore_world(&ring(3), instance(0), &mut small).unwrap_err();
-    assert!(
-        matches!(err.kind, K::World(DurableError::Hierarchy(_))),
+    // "entity 0" to "entity 2" take 14 bytes each: the third is the first that does not fit,
+    // and the error names it and the budget's setting.
+    assert_eq!(
+        err.kind,
+        K::World(DurableError::Hierarchy(HierarchyError::NameBudget {
+            requested: 42,
+            free: 40,
+            budget: 40
+        })),
         "{err}"
     );
+    let text = err.to_string();
+    assert!(text.starts_with("at $.entities[2]"), "{text}");
+    assert!(text.contains("DurableConfig::name_bytes"), "{text}");
     assert_eq!(snapshot(&small, true), before);
 }
 

@@ -147,6 +147,26 @@ fn every_resolve_status() {
 }
 
 #[test]
+fn resolve_batch_refuses_a_short_output_and_writes_nothing() {
+    let mut w = level(4);
+    let e = w.spawn((Pos(0.0),)).unwrap();
+    w.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+    let keys = [key(1, 1), key(1, 2)];
+    let mut out = [Some(EntityId::NULL)];
+    assert_eq!(
+        w.resolve_batch(&keys, &mut out),
+        Err(DurableError::LengthMismatch {
+            selection: 2,
+            out: 1
+        })
+    );
+    assert_eq!(out, [Some(EntityId::NULL)]);
+    let mut out = [Some(EntityId::NULL); 3];
+    assert_eq!(w.resolve_batch(&keys, &mut out), Ok(1));
+    assert_eq!(out, [Some(e), None, Some(EntityId::NULL)]);
+}
+
+#[test]
 fn a_cached_negative_goes_stale_after_publication() {
     let mut w = level(4);
     let k = key(1, 1);
@@ -561,6 +581,26 @@ fn a_failed_duplication_leaves_the_world_unchanged() {
     );
     assert_eq!(snapshot(&w), before);
     assert!(w.durable().bindings().check_consistent());
+}
+
+/// The default name arena grows with the capacity: every entity of a full world can carry an
+/// 18-byte name.
+#[test]
+fn the_default_name_arena_names_every_entity() {
+    let small = Level::try_new_durable(100, DurableConfig::default()).unwrap();
+    assert_eq!(small.durable().hierarchy().name_budget(), 64 * 1024);
+    let n = if cfg!(miri) { 3_000 } else { 10_000 };
+    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
+    assert_eq!(
+        w.durable().hierarchy().name_budget(),
+        n * ludus::durable::NAME_BYTES_PER_SLOT
+    );
+    w.begin_structural();
+    for i in 0..n {
+        let e = w.spawn((Pos(0.0),)).unwrap();
+        w.set_name(e, &format!("enemy_grunt_{i:06}")).unwrap();
+    }
+    assert_eq!(w.registry.len(), n);
 }
 
 #[test]
