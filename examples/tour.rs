@@ -160,14 +160,14 @@ fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
     level.transact(&tx)?;
     let refused = level.transact(&tx).unwrap_err();
     println!("  replaying the same create is refused whole: {refused}");
-    let before = level.checkpoint();
+    let before = level.checkpoint()?;
     let e = level.entity_of(&spawn.id).ok_or("not live")?;
     level.position.get_mut(e).ok_or("no position")?.x = 100.0;
     level.restore(&before)?;
     let again = level.entity_of(&spawn.id).ok_or("not restored")?;
     println!(
         "  restored digest {} (x = {}); the old handle is {:?}",
-        &ludus::durable::digest_hex(&level.checkpoint_digest())[..16],
+        &ludus::durable::digest_hex(&level.checkpoint_digest()?)[..16],
         level.get::<Position>(again).map_or(f32::NAN, |p| p.x),
         level.registry.diagnose(e)
     );

@@ -44,8 +44,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::durable::roster::{RefList, RefVisitor};
-use crate::durable::{DurableRoster, EntityRefs};
+use crate::durable::DurableRoster;
 use crate::world::roster::{ComponentList, Roster};
 use crate::world::EntityId;
 
@@ -170,53 +169,18 @@ pub mod entity_ref {
 }
 
 /// Rewrites every entity-typed field of the values of `T` held as bytes in `values`
-/// (`size_of::<T>()` each) with `f`, when `T` is one of `W`'s [`EntityRefs`] types; does
+/// (`size_of::<T>()` each) with `f`, when `T` is one of `W`'s [`EntityRefs`](crate::durable::EntityRefs) types; does
 /// nothing otherwise.
 pub(crate) fn rewrite_refs<W: DurableRoster, T: Pod>(
     values: &mut [u8],
     f: &mut dyn FnMut(usize, &mut EntityId),
 ) {
-    struct Rewrite<'a> {
-        want: TypeId,
-        values: &'a mut [u8],
-        f: &'a mut dyn FnMut(usize, &mut EntityId),
-    }
-    impl RefVisitor for Rewrite<'_> {
-        fn visit<R: EntityRefs>(&mut self) {
-            if TypeId::of::<R>() != self.want {
-                return;
-            }
-            let size = core::mem::size_of::<R>();
-            if size == 0 {
-                return;
-            }
-            for (i, chunk) in self.values.chunks_exact_mut(size).enumerate() {
-                let mut v: R = bytemuck::pod_read_unaligned(chunk);
-                v.visit_entities(&mut |e: &mut EntityId| (self.f)(i, e));
-                chunk.copy_from_slice(bytemuck::bytes_of(&v));
-            }
-        }
-    }
-    W::Refs::each(&mut Rewrite {
-        want: TypeId::of::<T>(),
-        values,
-        f,
-    });
+    crate::durable::rewrite_refs_of::<W>(TypeId::of::<T>(), values, f);
 }
 
-/// Whether `T` is one of the roster's entity-typed components (folds to a constant).
-#[inline(always)]
+/// Whether `T` is one of `W`'s [`EntityRefs`](crate::durable::EntityRefs) types.
 pub(crate) fn has_refs<W: DurableRoster, T: 'static>() -> bool {
-    struct Find(TypeId, bool);
-    impl RefVisitor for Find {
-        #[inline(always)]
-        fn visit<R: EntityRefs>(&mut self) {
-            self.1 |= TypeId::of::<R>() == self.0;
-        }
-    }
-    let mut f = Find(TypeId::of::<T>(), false);
-    W::Refs::each(&mut f);
-    f.1
+    crate::durable::has_refs_of::<W>(TypeId::of::<T>())
 }
 
 #[cfg(test)]

@@ -2,19 +2,24 @@
 //! deterministic replay of a transaction log.
 //!
 //! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record and every
-//! component value by roster name — never a handle, owner, slot or address. Its canonical
-//! encoding (below) sorts entities by id and components by name, so the digest is independent
-//! of slot order, dense order and hash order:
+//! component value by roster name — never a handle, owner, slot or address: a value's
+//! references are its targets' stable ids ([`ComponentValue`]), so a restore puts every link
+//! back on its restored target and the digest covers links. Its canonical encoding (below)
+//! sorts entities by id and components by name, so the digest is independent of slot order,
+//! dense order and hash order:
 //!
 //! ```text
-//! "ludus.checkpoint.v1\0"  entities: u64 LE
+//! "ludus.checkpoint.v2\0"  entities: u64 LE
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
 //!                             components: u32 LE, per component ascending by name:
-//!                             name length: u32 LE, name, value length: u32 LE, value bytes
+//!                             name length: u32 LE, name, value length: u32 LE, value bytes,
+//!                             references: u32 LE, per reference: namespace tag: u8 (0: no
+//!                             target), key: [u8; 32] (zero for no target)
 //! ```
 //!
 //! Values are the components' `Pod` bytes in the machine's byte order (little-endian on every
-//! platform ludus is built for).
+//! platform ludus is built for), every entity-typed field zero; a component without entity
+//! fields has no references.
 
 use core::any::TypeId;
 
@@ -26,9 +31,11 @@ use sha2::{Digest, Sha256};
 use crate::buckets::bucket_sort;
 use crate::durable::error::DurableError;
 use crate::durable::persistent::{
-    apply_create, check_persistent_world, is_canonical, schema, ComponentValue, HexBytes,
-    PersistentOps, Transaction, TxError, IDENTITY_COMPONENT,
+    check_persistent_world, create_bound, identified, insert_values, is_canonical,
+    refs_well_formed, schema, ComponentValue, PersistentOps, Transaction, TxError,
+    IDENTITY_COMPONENT,
 };
+use crate::durable::tables::{has_refs_of, rewrite_refs_of, DurableRoster};
 use crate::hint::prefetch_bytes;
 use crate::identity::{PersistentId, TERMINAL_GENERATION};
 use crate::world::raw::keys::EntityId;
@@ -38,6 +45,9 @@ use crate::world::store::roster::{ComponentList, PoolsRefList, Roster, TypeVisit
 
 /// The checkpoint format name.
 pub const CHECKPOINT_FORMAT: &str = "ludus.checkpoint";
+/// The checkpoint version: 2 (references as stable ids; version 1 held raw handles, and is
+/// refused).
+pub const CHECKPOINT_VERSION: u32 = 2;
 /// The replay-log format name.
 pub const REPLAY_FORMAT: &str = "ludus.replay";
 
@@ -60,7 +70,7 @@ pub struct CheckpointEntity {
 pub struct Checkpoint {
     /// [`CHECKPOINT_FORMAT`].
     pub format: String,
-    /// 1.
+    /// [`CHECKPOINT_VERSION`].
     pub version: u32,
     /// Entities in ascending id order.
     pub entities: Vec<CheckpointEntity>,
@@ -102,12 +112,32 @@ pub enum CheckpointError {
         /// Position.
         index: usize,
     },
-    /// A component the world does not name, of the wrong size, repeated, or the reserved
-    /// identity name.
+    /// A component the world does not name, of the wrong size, repeated, the reserved
+    /// identity name, or whose references are malformed (entity fields not null, not one
+    /// identity per field).
     #[error("entity {index}: bad component {component}")]
     Component {
         /// Position.
         index: usize,
+        /// The component.
+        component: String,
+    },
+    /// A component references an id that is not one of the checkpoint's entities.
+    #[error("entity {index}: component {component} references {target}, not in the checkpoint")]
+    UnresolvedReference {
+        /// Position.
+        index: usize,
+        /// The component.
+        component: String,
+        /// The identity referenced.
+        target: PersistentId,
+    },
+    /// Writing a checkpoint: an entity's component references a live entity without a
+    /// stable id, which no checkpoint can name (never dropped: refused).
+    #[error("{id}: component {component} references a live entity without a stable id")]
+    UnidentifiedReference {
+        /// The referencing entity.
+        id: PersistentId,
         /// The component.
         component: String,
     },
@@ -118,6 +148,22 @@ pub enum CheckpointError {
 
 /// Bytes of an entity's header: tag, key, identity flag, component count.
 const ENTITY_HEADER: usize = 1 + 32 + 1 + 4;
+
+/// The canonical encoding's first bytes (format and version).
+const MAGIC: &[u8; 20] = b"ludus.checkpoint.v2\0";
+
+/// Bytes of an encoded reference: namespace tag (0: none), key.
+const REF: usize = 33;
+
+/// A reference as encoded: `[0; 33]` for none.
+fn ref_bytes(id: Option<&PersistentId>) -> [u8; REF] {
+    let mut b = [0u8; REF];
+    if let Some(id) = id {
+        b[0] = id.namespace_tag() as u8;
+        b[1..].copy_from_slice(&id.key_bytes());
+    }
+    b
+}
 
 /// A length as 4 little-endian bytes (saturating: only a value of 4 GiB or more, which no
 /// restore accepts, could exceed it).
@@ -134,7 +180,7 @@ impl Encoder {
     /// An encoder for `entities` entities of at most `per_entity` bytes each.
     fn new(entities: usize, per_entity: usize) -> Self {
         let mut out = Vec::with_capacity(28 + entities * per_entity);
-        out.extend_from_slice(b"ludus.checkpoint.v1\0");
+        out.extend_from_slice(MAGIC);
         out.extend_from_slice(&(entities as u64).to_le_bytes());
         Self { out }
     }
@@ -155,11 +201,15 @@ impl Encoder {
         self.out.extend_from_slice(&len32(components));
     }
 
-    fn component(&mut self, name: &str, bytes: &[u8]) {
-        self.out.extend_from_slice(&len32(name.len()));
-        self.out.extend_from_slice(name.as_bytes());
-        self.out.extend_from_slice(&len32(bytes.len()));
-        self.out.extend_from_slice(bytes);
+    fn component(&mut self, c: &ComponentValue) {
+        self.out.extend_from_slice(&len32(c.component.len()));
+        self.out.extend_from_slice(c.component.as_bytes());
+        self.out.extend_from_slice(&len32(c.bytes.0.len()));
+        self.out.extend_from_slice(&c.bytes.0);
+        self.out.extend_from_slice(&len32(c.refs.len()));
+        for r in &c.refs {
+            self.out.extend_from_slice(&ref_bytes(r.as_ref()));
+        }
     }
 }
 
@@ -172,7 +222,8 @@ impl Checkpoint {
             e.components
                 .iter()
                 .fold(t.saturating_add(ENTITY_HEADER), |t, c| {
-                    t.saturating_add(8 + c.component.len() + c.bytes.0.len())
+                    t.saturating_add(12 + c.component.len() + c.bytes.0.len())
+                        .saturating_add(c.refs.len().saturating_mul(REF))
                 })
         });
         let mut enc = Encoder::new(0, 0);
@@ -185,7 +236,7 @@ impl Checkpoint {
             order.extend(&e.components);
             order.sort_by(|a, b| a.component.cmp(&b.component));
             for c in &order {
-                enc.component(&c.component, &c.bytes.0);
+                enc.component(c);
             }
         }
         enc.out
@@ -336,14 +387,18 @@ impl<T: Pod, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
     }
 }
 
+/// One roster component as `write_canonical` writes it: name, column, type, and whether the
+/// type has entity fields.
+type Named<'w> = (&'static str, Box<dyn Column + 'w>, TypeId, bool);
+
 /// Collects a [`PoolColumn`] per named roster component.
-struct Columns<'w, W: Roster> {
+struct Columns<'w, W: DurableRoster> {
     world: &'w W,
     at: usize,
-    out: Vec<(&'static str, Box<dyn Column + 'w>)>,
+    out: Vec<Named<'w>>,
 }
 
-impl<'w, W: Roster> TypeVisitor for Columns<'w, W> {
+impl<'w, W: DurableRoster> TypeVisitor for Columns<'w, W> {
     fn visit<T: Pod>(&mut self) {
         let name = W::NAMES.get(self.at).copied();
         self.at += 1;
@@ -357,8 +412,13 @@ impl<'w, W: Roster> TypeVisitor for Columns<'w, W> {
                 p[..head.len()].copy_from_slice(&head);
                 p
             });
-            self.out
-                .push((name, Box::new(PoolColumn { pool, head, padded })));
+            let ty = TypeId::of::<T>();
+            self.out.push((
+                name,
+                Box::new(PoolColumn { pool, head, padded }),
+                ty,
+                has_refs_of::<W>(ty),
+            ));
         }
     }
 }
@@ -389,12 +449,16 @@ const PREFETCH: usize = 8;
 /// bucket-sorted by id; pass 2 writes each record in id order from its staged bytes, asked
 /// for [`PREFETCH`] records ahead (id order is a random walk over slot order; staging keeps
 /// it to one place per record instead of the binding table's and two per component).
+///
+/// # Errors
+/// [`CheckpointError::UnidentifiedReference`] when a value references a live entity without
+/// a stable id (what was flushed before stays flushed).
 fn write_canonical<W: PersistentOps>(
     world: &W,
     out: &mut Vec<u8>,
     chunk: usize,
     mut flush: impl FnMut(&mut Vec<u8>),
-) {
+) -> Result<(), CheckpointError> {
     let mut columns = Columns {
         world,
         at: 0,
@@ -403,12 +467,12 @@ fn write_canonical<W: PersistentOps>(
     W::Components::each(&mut columns);
     let mut columns = columns.out;
     columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let record = ENTITY_HEADER + columns.iter().map(|c| c.1.encoded()).sum::<usize>();
+    let record = ENTITY_HEADER + columns.iter().map(|c| c.1.encoded() + 4).sum::<usize>();
     // Staged entity: namespace tag, key, a presence byte per column, then each column's
     // value at its offset.
     let mut offsets = Vec::with_capacity(columns.len());
     let mut stride = KEYED + columns.len();
-    for (_, c) in &columns {
+    for (_, c, ..) in &columns {
         offsets.push(stride..stride + c.size());
         stride += c.size();
     }
@@ -428,7 +492,7 @@ fn write_canonical<W: PersistentOps>(
         let key: [u8; 32] = bytemuck::cast(key);
         staged[0] = kind.0 as u8;
         staged[1..KEYED].copy_from_slice(&key);
-        for (k, (_, c)) in columns.iter().enumerate() {
+        for (k, (_, c, ..)) in columns.iter().enumerate() {
             let to = &mut staged[offsets[k].clone()];
             staged[KEYED + k] = u8::from(c.stage(e, to));
         }
@@ -472,8 +536,10 @@ fn write_canonical<W: PersistentOps>(
             chunk + record
         },
     );
-    out.extend_from_slice(b"ludus.checkpoint.v1\0");
+    out.extend_from_slice(MAGIC);
     out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+    // The references of the value being written, as encoded.
+    let mut refs: Vec<[u8; REF]> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         if let Some(ahead) = rows.get(i + PREFETCH) {
             prefetch_bytes(staged(ahead));
@@ -485,11 +551,42 @@ fn write_canonical<W: PersistentOps>(
         head[33] = 1;
         out.extend_from_slice(&head);
         let mut count = 0u32;
-        for (k, (_, c)) in columns.iter().enumerate() {
-            if staged.get(KEYED + k) == Some(&1) {
-                c.emit(&staged[offsets[k].clone()], out);
-                count += 1;
+        for (k, (name, c, ty, has_refs)) in columns.iter().enumerate() {
+            if staged.get(KEYED + k) != Some(&1) {
+                continue;
             }
+            c.emit(&staged[offsets[k].clone()], out);
+            count += 1;
+            if !*has_refs {
+                out.extend_from_slice(&[0; 4]);
+                continue;
+            }
+            // The value just written: each entity field becomes zero, its target an id.
+            let at = out.len() - c.size();
+            let mut unidentified = false;
+            refs.clear();
+            rewrite_refs_of::<W>(*ty, &mut out[at..], &mut |_, e| {
+                let mut r = [0u8; REF];
+                if registry.is_alive(*e) {
+                    match stable.binding_of(*e) {
+                        Some((key, kind)) => {
+                            r[0] = kind.0 as u8;
+                            r[1..].copy_from_slice(&bytemuck::cast::<_, [u8; 32]>(key));
+                        }
+                        None => unidentified = true,
+                    }
+                }
+                refs.push(r);
+                *e = EntityId::NULL;
+            });
+            if unidentified {
+                return Err(CheckpointError::UnidentifiedReference {
+                    id: id_of_staged(&staged[..KEYED]),
+                    component: (*name).to_owned(),
+                });
+            }
+            out.extend_from_slice(&len32(refs.len()));
+            refs.iter().for_each(|r| out.extend_from_slice(r));
         }
         out[start + 34..start + 38].copy_from_slice(&count.to_le_bytes());
         if out.len() >= chunk {
@@ -497,56 +594,82 @@ fn write_canonical<W: PersistentOps>(
         }
     }
     flush(out);
+    Ok(())
+}
+
+/// The id of a staged entity (namespace tag, key). Every bound id is canonical (the identity
+/// invariant), so `from_key` accepts it; were one not, the error would name the all-ones
+/// authored id instead.
+fn id_of_staged(keyed: &[u8]) -> PersistentId {
+    let mut key = [0u8; 32];
+    key.copy_from_slice(&keyed[1..KEYED]);
+    PersistentId::from_key(u32::from(keyed[0]), key).unwrap_or(PersistentId::Authored([!0; 32]))
 }
 
 /// Checkpoints, restore and replay of every durable world with stable ids.
 pub trait CheckpointOps: PersistentOps {
-    /// The checkpoint of every entity with a stable id (ids ascending, components by name).
-    fn checkpoint(&self) -> Checkpoint {
+    /// The checkpoint of every entity with a stable id (ids ascending, components by name,
+    /// references as stable ids).
+    ///
+    /// # Errors
+    /// [`CheckpointError::UnidentifiedReference`] when a value references a live entity
+    /// without a stable id.
+    fn checkpoint(&self) -> Result<Checkpoint, CheckpointError> {
         let names = by_name::<Self>();
-        let entities = stable_entities(self)
-            .into_iter()
-            .filter_map(|(k, e)| id_of(&k).map(|id| (id, e)))
-            .map(|(id, e)| CheckpointEntity {
+        let mut entities = Vec::new();
+        for (k, e) in stable_entities(self) {
+            let Some(id) = id_of(&k) else { continue };
+            let mut components = Vec::new();
+            for (n, t) in &names {
+                let Some(bytes) = value(self, e, *t) else {
+                    continue;
+                };
+                let v = identified(Some(self), n, *t, bytes).map_err(|_| {
+                    CheckpointError::UnidentifiedReference {
+                        id,
+                        component: (*n).to_owned(),
+                    }
+                })?;
+                components.push(v);
+            }
+            entities.push(CheckpointEntity {
                 id,
                 identity: Some(id),
-                components: names
-                    .iter()
-                    .filter_map(|(n, t)| {
-                        value(self, e, *t).map(|b| ComponentValue {
-                            component: (*n).to_owned(),
-                            bytes: HexBytes(b.to_vec()),
-                        })
-                    })
-                    .collect(),
-            })
-            .collect();
-        Checkpoint {
-            format: CHECKPOINT_FORMAT.to_owned(),
-            version: 1,
-            entities,
+                components,
+            });
         }
+        Ok(Checkpoint {
+            format: CHECKPOINT_FORMAT.to_owned(),
+            version: CHECKPOINT_VERSION,
+            entities,
+        })
     }
 
     /// The canonical bytes of [`checkpoint`](Self::checkpoint), written straight from the
     /// pools (no intermediate checkpoint).
-    fn checkpoint_bytes(&self) -> Vec<u8> {
+    ///
+    /// # Errors
+    /// As [`checkpoint`](Self::checkpoint).
+    fn checkpoint_bytes(&self) -> Result<Vec<u8>, CheckpointError> {
         let mut out = Vec::new();
-        write_canonical(self, &mut out, usize::MAX, |_| {});
-        out
+        write_canonical(self, &mut out, usize::MAX, |_| {})?;
+        Ok(out)
     }
 
     /// SHA-256 of [`checkpoint_bytes`](Self::checkpoint_bytes): equal to
-    /// `checkpoint().digest()`. The bytes are hashed as they are written, a chunk at a time,
+    /// `checkpoint()?.digest()`. The bytes are hashed as they are written, a chunk at a time,
     /// never held whole.
-    fn checkpoint_digest(&self) -> [u8; 32] {
+    ///
+    /// # Errors
+    /// As [`checkpoint`](Self::checkpoint).
+    fn checkpoint_digest(&self) -> Result<[u8; 32], CheckpointError> {
         let mut sha = Sha256::new();
         let mut chunk = Vec::new();
         write_canonical(self, &mut chunk, DIGEST_CHUNK, |c| {
             sha.update(&c[..]);
             c.clear();
-        });
-        sha.finalize().into()
+        })?;
+        Ok(sha.finalize().into())
     }
 
     /// Replaces every entity with a stable id by the checkpoint's, all or nothing: the whole
@@ -557,7 +680,7 @@ pub trait CheckpointOps: PersistentOps {
     /// # Errors
     /// [`CheckpointError`]; nothing changes.
     fn restore(&mut self, checkpoint: &Checkpoint) -> Result<(), CheckpointError> {
-        if checkpoint.format != CHECKPOINT_FORMAT || checkpoint.version != 1 {
+        if checkpoint.format != CHECKPOINT_FORMAT || checkpoint.version != CHECKPOINT_VERSION {
             return Err(CheckpointError::Format {
                 format: checkpoint.format.clone(),
                 version: checkpoint.version,
@@ -566,6 +689,8 @@ pub trait CheckpointOps: PersistentOps {
         check_persistent_world(self)?;
         let schema = schema::<Self>();
         let mut keys = std::collections::HashSet::with_capacity(checkpoint.entities.len());
+        // Whether any value references an entity.
+        let mut linked = false;
         for (index, e) in checkpoint.entities.iter().enumerate() {
             if index > 0 && checkpoint.entities[index - 1].id >= e.id {
                 return Err(CheckpointError::Order { index });
@@ -583,12 +708,30 @@ pub trait CheckpointOps: PersistentOps {
             for (k, c) in e.components.iter().enumerate() {
                 let known = schema
                     .iter()
-                    .any(|(n, _, s)| *n == c.component && *s == c.bytes.0.len());
+                    .find(|(n, _, s)| *n == c.component && *s == c.bytes.0.len())
+                    .is_some_and(|(_, t, _)| refs_well_formed::<Self>(*t, c));
                 let repeated = e.components[..k].iter().any(|d| d.component == c.component);
                 if !known || repeated || c.component == IDENTITY_COMPONENT {
                     return Err(CheckpointError::Component {
                         index,
                         component: c.component.clone(),
+                    });
+                }
+                // Every reference names an entity of the checkpoint (ids ascend: binary
+                // search; the order of the ones after `index` is checked when it gets there,
+                // before anything changes).
+                linked |= !c.refs.is_empty();
+                let missing = c.refs.iter().flatten().find(|t| {
+                    checkpoint
+                        .entities
+                        .binary_search_by(|x| x.id.cmp(t))
+                        .is_err()
+                });
+                if let Some(target) = missing {
+                    return Err(CheckpointError::UnresolvedReference {
+                        index,
+                        component: c.component.clone(),
+                        target: *target,
                     });
                 }
             }
@@ -624,8 +767,22 @@ pub trait CheckpointOps: PersistentOps {
         for (_, e) in &old {
             self.destroy(*e).map_err(DurableError::from)?;
         }
+        // With references, every entity and its id first, so that each reference resolves
+        // whatever its order; without, one pass.
+        let mut scratch = Vec::new();
+        let mut created = Vec::with_capacity(if linked { n } else { 0 });
         for e in &checkpoint.entities {
-            apply_create(self, &schema, &e.id, &e.components).map_err(DurableError::from)?;
+            let entity = create_bound(self, &e.id).map_err(DurableError::from)?;
+            if linked {
+                created.push(entity);
+            } else {
+                insert_values(self, &schema, entity, &e.components, &mut scratch)
+                    .map_err(DurableError::from)?;
+            }
+        }
+        for (e, &entity) in checkpoint.entities.iter().zip(&created) {
+            insert_values(self, &schema, entity, &e.components, &mut scratch)
+                .map_err(DurableError::from)?;
         }
         Ok(())
     }

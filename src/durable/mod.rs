@@ -54,7 +54,7 @@ pub use binding::{
 };
 pub use checkpoint::{
     digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ReplayEntry,
-    ReplayError, ReplayLog, CHECKPOINT_FORMAT, REPLAY_FORMAT,
+    ReplayError, ReplayLog, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, REPLAY_FORMAT,
 };
 pub use durable_ops::DurableOps;
 pub use error::DurableError;
@@ -67,6 +67,7 @@ pub use persistent::{
     MAX_COMMAND_COMPONENTS,
 };
 pub use selection::{Selection, SelectionEntry, SelectionError};
+pub(crate) use tables::{has_refs_of, rewrite_refs_of};
 pub use tables::{
     Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs, NAME_BYTES_PER_SLOT,
 };

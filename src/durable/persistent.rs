@@ -27,7 +27,7 @@ use crate::durable::binding::Activation;
 use crate::durable::binding::BindingKind;
 use crate::durable::durable_ops::DurableOps;
 use crate::durable::error::DurableError;
-use crate::durable::tables::{enabled, enabled_mut, DurableRoster};
+use crate::durable::tables::{enabled, enabled_mut, has_refs_of, rewrite_refs_of, DurableRoster};
 use crate::identity::{
     EntropyError, EntropySource, PersistentId, PersistentObjectKey, TERMINAL_GENERATION,
 };
@@ -80,14 +80,25 @@ impl<'de> Deserialize<'de> for HexBytes {
     }
 }
 
-/// One component value by its roster name: the bytes of the `Pod` value.
+/// One component value by its roster name: the bytes of the `Pod` value, and the identity
+/// of every entity it references.
+///
+/// A reference is never a handle here: each entity-typed field (those its
+/// [`EntityRefs`](crate::durable::EntityRefs) impl visits, in visit order) is null in
+/// `bytes` and its target's stable id is in `refs` (`None`: no target), so a value means the
+/// same entity in every world that holds that id — the one it was prepared in, a replay's
+/// fresh world, a restored checkpoint. A component without entity fields has no `refs`.
+/// Build one from a typed value with [`ComponentValue::of`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentValue {
     /// The component's roster name (the `world!` field name).
     pub component: String,
-    /// The value's bytes.
+    /// The value's bytes, every entity-typed field null.
     pub bytes: HexBytes,
+    /// The stable id of each entity-typed field's target, in visit order (`None`: null).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<Option<PersistentId>>,
 }
 
 /// A bounded create command with its stable id, minted once at ingress (see
@@ -105,6 +116,16 @@ pub struct PreparedSpawn {
 /// Why a spawn could not be prepared; nothing was minted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PrepareError {
+    /// A value references a live entity that has no stable id (a reference travels as its
+    /// target's identity, and this target has none).
+    #[error("component {component} references a live entity without a stable id")]
+    Unidentified {
+        /// The component.
+        component: String,
+    },
+    /// A value's entity fields and identities disagree (see [`ComponentValue`]).
+    #[error("component {0}: its entity fields must be null and its refs one per field")]
+    References(String),
     /// The entropy source failed.
     #[error(transparent)]
     Entropy(#[from] EntropyError),
@@ -142,31 +163,148 @@ pub(crate) fn schema<W: Roster>() -> Vec<(&'static str, TypeId, usize)> {
         .collect()
 }
 
-/// Names a bundle's components by the roster's names and copies their bytes; a type outside
-/// the roster sets `unknown`.
-struct Named {
+/// The value of component `name` (type `ty`) as a [`ComponentValue`]: its bytes with every
+/// entity-typed field nulled, and each field's target as its stable id in `world` (`None`
+/// for a null, stale or foreign handle: it names no entity of `world`). Without a world,
+/// only null fields are accepted.
+///
+/// # Errors
+/// The entity a field names when it is alive in `world` without a stable id (without a
+/// world: when it is not null).
+pub(crate) fn identified<W: PersistentOps>(
+    world: Option<&W>,
+    name: &str,
+    ty: TypeId,
+    bytes: &[u8],
+) -> Result<ComponentValue, EntityId> {
+    let mut bytes = bytes.to_vec();
+    let (mut refs, mut unidentified) = (Vec::new(), None);
+    rewrite_refs_of::<W>(ty, &mut bytes, &mut |_, e| {
+        let id = match world {
+            Some(w) if w.registry().is_alive(*e) => {
+                let id = w.stable_id(*e);
+                if id.is_none() {
+                    unidentified.get_or_insert(*e);
+                }
+                id
+            }
+            Some(_) => None,
+            None => {
+                if !e.is_null() {
+                    unidentified.get_or_insert(*e);
+                }
+                None
+            }
+        };
+        refs.push(id);
+        *e = EntityId::NULL;
+    });
+    match unidentified {
+        Some(e) => Err(e),
+        None => Ok(ComponentValue {
+            component: name.to_owned(),
+            bytes: HexBytes(bytes),
+            refs,
+        }),
+    }
+}
+
+/// Whether `value`'s references are well formed for type `ty` of `W`: every entity field of
+/// its bytes null, and one identity per field (none for a type without entity fields).
+pub(crate) fn refs_well_formed<W: DurableRoster>(ty: TypeId, value: &ComponentValue) -> bool {
+    if !has_refs_of::<W>(ty) {
+        return value.refs.is_empty();
+    }
+    let mut bytes = value.bytes.0.clone();
+    let (mut fields, mut null) = (0usize, true);
+    let typed = rewrite_refs_of::<W>(ty, &mut bytes, &mut |_, e| {
+        fields += 1;
+        null &= e.is_null();
+    });
+    if typed {
+        null && fields == value.refs.len()
+    } else {
+        value.refs.is_empty()
+    }
+}
+
+/// Writes `value`'s bytes into `out` with each entity field set to its identity's live entity
+/// in `world` (null for `None`; a validated identity is live).
+fn resolved_into<W: PersistentOps>(
+    world: &W,
+    ty: TypeId,
+    value: &ComponentValue,
+    out: &mut std::vec::Vec<u8>,
+) {
+    out.clear();
+    out.extend_from_slice(&value.bytes.0);
+    if value.refs.is_empty() {
+        return;
+    }
+    let mut refs = value.refs.iter();
+    rewrite_refs_of::<W>(ty, out, &mut |_, e| {
+        *e = refs
+            .next()
+            .copied()
+            .flatten()
+            .and_then(|id| world.entity_of(&id))
+            .unwrap_or(EntityId::NULL);
+    });
+}
+
+impl ComponentValue {
+    /// `value` as component of `W` named by the roster, each entity it references by its
+    /// stable id in `world`.
+    ///
+    /// # Errors
+    /// [`PrepareError::UnknownComponent`] for a type `W` does not hold;
+    /// [`PrepareError::Unidentified`] for a reference to a live entity without a stable id.
+    pub fn of<W: PersistentOps, T: Pod>(world: &W, value: &T) -> Result<Self, PrepareError> {
+        let ty = TypeId::of::<T>();
+        let schema = schema::<W>();
+        let (name, ..) = schema
+            .iter()
+            .find(|(_, t, _)| *t == ty)
+            .ok_or_else(|| PrepareError::UnknownComponent(core::any::type_name::<T>().into()))?;
+        identified(Some(world), name, ty, bytemuck::bytes_of(value)).map_err(|_| {
+            PrepareError::Unidentified {
+                component: (*name).to_owned(),
+            }
+        })
+    }
+}
+
+/// Names a bundle's components by the roster's names and copies their values with their
+/// references as identities; a type outside the roster sets `unknown`, a reference to an
+/// entity without a stable id `unidentified`.
+struct Named<'w, W> {
+    world: Option<&'w W>,
     schema: Vec<(&'static str, TypeId, usize)>,
     components: Vec<ComponentValue>,
     unknown: bool,
+    unidentified: Option<String>,
 }
 
-impl sealed::Sealed for Named {}
+impl<W> sealed::Sealed for Named<'_, W> {}
 
-impl BundleSink for Named {
+impl<W: PersistentOps> BundleSink for Named<'_, W> {
     fn push<C: Pod>(&mut self, value: &C) {
-        let id = TypeId::of::<C>();
-        match self.schema.iter().find(|(_, t, _)| *t == id) {
-            Some((name, ..)) => self.components.push(ComponentValue {
-                component: (*name).to_owned(),
-                bytes: HexBytes(bytemuck::bytes_of(value).to_vec()),
-            }),
+        let ty = TypeId::of::<C>();
+        match self.schema.iter().find(|(_, t, _)| *t == ty) {
+            Some((name, ..)) => match identified(self.world, name, ty, bytemuck::bytes_of(value)) {
+                Ok(v) => self.components.push(v),
+                Err(_) => {
+                    self.unidentified.get_or_insert_with(|| (*name).to_owned());
+                }
+            },
             None => self.unknown = true,
         }
     }
 }
 
-/// Checks a component list against `W`'s roster: known names, sizes, no repeat, no identity.
-fn check_components(
+/// Checks a component list against `W`'s roster: known names, sizes, no repeat, no identity,
+/// references as identities (entity fields null, one identity per field).
+fn check_components<W: DurableRoster>(
     schema: &[(&'static str, TypeId, usize)],
     components: &[ComponentValue],
     types: &mut Vec<TypeId>,
@@ -187,7 +325,12 @@ fn check_components(
                     found: c.bytes.0.len(),
                 })
             }
-            Some((_, t, _)) => types.push(*t),
+            Some((_, t, _)) => {
+                if !refs_well_formed::<W>(*t, c) {
+                    return Err(TxRejection::References(c.component.clone()));
+                }
+                types.push(*t)
+            }
         }
         if components[..i].iter().any(|d| d.component == c.component) {
             return Err(TxRejection::RepeatedComponent(c.component.clone()));
@@ -199,12 +342,40 @@ fn check_components(
 impl PreparedSpawn {
     /// Prepares a persistent spawn of `bundle` for worlds of type `W`: mints a `spawned:` id
     /// once from `entropy` and copies the component values (later changes to the caller's
-    /// values do not leak in). Touches no world.
+    /// values do not leak in). Touches no world, so every entity field of the bundle must be
+    /// null: a bundle that references entities is prepared with
+    /// [`prepare_in`](Self::prepare_in).
     ///
     /// # Errors
     /// [`PrepareError::Entropy`]; `UnknownComponent` for a type `W` does not name;
-    /// `Components` for a repeated type. Nothing is minted on any error.
-    pub fn prepare<W: DurableRoster, B: CommandBundle, S: EntropySource + ?Sized>(
+    /// `Components` for a repeated type; `Unidentified` for an entity field that is not
+    /// null. Nothing is minted on any error.
+    pub fn prepare<W: PersistentOps, B: CommandBundle, S: EntropySource + ?Sized>(
+        bundle: B,
+        entropy: &mut S,
+    ) -> Result<Self, PrepareError> {
+        Self::prepare_with::<W, B, S>(None, bundle, entropy)
+    }
+
+    /// [`prepare`](Self::prepare) of a bundle whose entity fields name entities of `world`:
+    /// each is recorded as its target's stable id, so the command means the same entities
+    /// wherever it is applied or replayed (a replay's fresh world included). Changes no
+    /// world.
+    ///
+    /// # Errors
+    /// As [`prepare`](Self::prepare), with `Unidentified` for a reference to a live entity of
+    /// `world` without a stable id (a stale or foreign handle names no entity: recorded as
+    /// no target).
+    pub fn prepare_in<W: PersistentOps, B: CommandBundle, S: EntropySource + ?Sized>(
+        world: &W,
+        bundle: B,
+        entropy: &mut S,
+    ) -> Result<Self, PrepareError> {
+        Self::prepare_with(Some(world), bundle, entropy)
+    }
+
+    fn prepare_with<W: PersistentOps, B: CommandBundle, S: EntropySource + ?Sized>(
+        world: Option<&W>,
         bundle: B,
         entropy: &mut S,
     ) -> Result<Self, PrepareError> {
@@ -212,20 +383,26 @@ impl PreparedSpawn {
             return Err(PrepareError::Components(t.to_owned()));
         }
         let mut named = Named {
+            world,
             schema: schema::<W>(),
             components: Vec::with_capacity(B::LEN),
             unknown: false,
+            unidentified: None,
         };
         bundle.record_into(&mut named);
         let Named {
             components,
             unknown,
+            unidentified,
             ..
         } = named;
         if unknown {
             return Err(PrepareError::UnknownComponent(
                 "(a type outside the roster)".into(),
             ));
+        }
+        if let Some(component) = unidentified {
+            return Err(PrepareError::Unidentified { component });
         }
         Self::prepare_values::<W, S>(components, entropy)
     }
@@ -235,16 +412,21 @@ impl PreparedSpawn {
     ///
     /// # Errors
     /// As [`prepare`](Self::prepare); `IdentityOverride` when the values carry
-    /// [`IDENTITY_COMPONENT`].
+    /// [`IDENTITY_COMPONENT`]; `References` when a value's entity fields are not null or its
+    /// identities are not one per field. (Whether the identities are live is checked when
+    /// the command is applied.)
     pub fn prepare_values<W: DurableRoster, S: EntropySource + ?Sized>(
         components: Vec<ComponentValue>,
         entropy: &mut S,
     ) -> Result<Self, PrepareError> {
-        check_components(&schema::<W>(), &components, &mut Vec::new()).map_err(|r| match r {
-            TxRejection::IdentityOverride => PrepareError::IdentityOverride,
-            TxRejection::UnknownComponent(c) => PrepareError::UnknownComponent(c),
-            other => PrepareError::Components(other.to_string()),
-        })?;
+        check_components::<W>(&schema::<W>(), &components, &mut Vec::new()).map_err(
+            |r| match r {
+                TxRejection::IdentityOverride => PrepareError::IdentityOverride,
+                TxRejection::UnknownComponent(c) => PrepareError::UnknownComponent(c),
+                TxRejection::References(c) => PrepareError::References(c),
+                other => PrepareError::Components(other.to_string()),
+            },
+        )?;
         let id = PersistentId::mint_spawned(entropy)?;
         Ok(Self { id, components })
     }
@@ -334,6 +516,18 @@ pub enum TxRejection {
     /// The command sets, changes or removes the identity ([`IDENTITY_COMPONENT`]).
     #[error("the identity of a surviving entity cannot be set, changed or removed")]
     IdentityOverride,
+    /// A value's entity fields are not null, or its identities are not one per field (see
+    /// [`ComponentValue`]).
+    #[error("component {0}: its entity fields must be null and its refs one per field")]
+    References(String),
+    /// A value references an id that is not live at that point of the transaction.
+    #[error("component {component} references {id}, which is not live")]
+    UnresolvedReference {
+        /// The component.
+        component: String,
+        /// The identity referenced.
+        id: PersistentId,
+    },
 }
 
 /// Failure of [`PersistentOps::transact`]; no live state changed.
@@ -504,6 +698,16 @@ pub trait PersistentOps: DurableOps {
             Some(s) => *s == Sim::Live,
             None => self.entity_of(id).is_some(),
         };
+        // The first identity `values` reference that is not live at this point.
+        let unresolved = |sim: &HashMap<PersistentId, Sim>, values: &[ComponentValue]| {
+            values.iter().find_map(|c| {
+                let id = c.refs.iter().flatten().find(|id| !live(sim, id))?;
+                Some(TxRejection::UnresolvedReference {
+                    component: c.component.clone(),
+                    id: *id,
+                })
+            })
+        };
         // The roster type of every value, in order (resolved once, applied without names).
         let mut types: Vec<TypeId> = Vec::new();
         let mut room = registry.available();
@@ -529,12 +733,17 @@ pub trait PersistentOps: DurableOps {
                     if taken {
                         return Err(refuse(TxRejection::LiveId(spawn.id)));
                     }
-                    check_components(&schema, &spawn.components, &mut types).map_err(refuse)?;
+                    check_components::<Self>(&schema, &spawn.components, &mut types)
+                        .map_err(refuse)?;
                     if room == 0 {
                         return Err(DurableError::from(registry.capacity_error(1)).into());
                     }
                     room -= 1;
+                    // Live before its values are read: a value may reference its own entity.
                     sim.insert(spawn.id, Sim::Live);
+                    if let Some(r) = unresolved(&sim, &spawn.components) {
+                        return Err(refuse(r));
+                    }
                     creates += 1;
                     revisions += 1 + spawn.components.len() as u64;
                 }
@@ -542,7 +751,10 @@ pub trait PersistentOps: DurableOps {
                     if !live(&sim, id) {
                         return Err(refuse(TxRejection::UnknownId(*id)));
                     }
-                    check_components(&schema, components, &mut types).map_err(refuse)?;
+                    check_components::<Self>(&schema, components, &mut types).map_err(refuse)?;
+                    if let Some(r) = unresolved(&sim, components) {
+                        return Err(refuse(r));
+                    }
                     revisions += components.len() as u64;
                 }
                 TxCommand::Remove { id, component } => {
@@ -585,20 +797,24 @@ pub trait PersistentOps: DurableOps {
         // Apply: nothing below can fail (everything was checked against the same state).
         let mut report = TxReport::default();
         let mut types = types.iter();
+        let mut scratch = std::vec::Vec::new();
         for c in &tx.commands {
             let applied = match c {
                 TxCommand::Create { spawn } => {
                     report.created += 1;
+                    // Bound first: a value may reference the entity itself.
                     self.create().and_then(|e| {
-                        insert_resolved(self, &mut types, e, &spawn.components)?;
-                        bind_stable(self, e, &spawn.id)
+                        bind_stable(self, e, &spawn.id)?;
+                        insert_resolved(self, &mut types, e, &spawn.components, &mut scratch)
                     })
                 }
                 TxCommand::Update { id, components } => {
                     report.updated += components.len();
                     self.entity_of(id)
                         .ok_or(WorldError::UnknownComponent)
-                        .and_then(|e| insert_resolved(self, &mut types, e, components))
+                        .and_then(|e| {
+                            insert_resolved(self, &mut types, e, components, &mut scratch)
+                        })
                 }
                 TxCommand::Remove { id, component } => {
                     report.removed += 1;
@@ -680,11 +896,15 @@ fn transact_creates<W: PersistentOps>(
         if !spawn.id.is_spawned() || !is_canonical(&spawn.id) {
             return None;
         }
-        // The same names and sizes as the previous create (which passed): the same checks
-        // pass, and the same types follow.
+        // The same names and sizes as the previous create (which passed), and no references:
+        // the same checks pass, and the same types follow. Values with references take the
+        // general path (resolved one by one).
         if !previous.is_some_and(|p| same_shape(&p.components, &spawn.components)) {
+            if spawn.components.iter().any(|c| !c.refs.is_empty()) {
+                return None;
+            }
             types.clear();
-            check_components(schema, &spawn.components, &mut types).ok()?;
+            check_components::<W>(schema, &spawn.components, &mut types).ok()?;
             let same = runs
                 .last()
                 .is_some_and(|(_, r)| lists[r.clone()] == types[..]);
@@ -770,13 +990,13 @@ fn transact_creates<W: PersistentOps>(
 const CREATE_CHUNK: usize = 512;
 
 /// Whether two component lists name the same components, in the same order, with values of
-/// the same sizes.
+/// the same sizes, and `b`'s values reference no entity.
 #[inline]
 fn same_shape(a: &[ComponentValue], b: &[ComponentValue]) -> bool {
     a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.bytes.0.len() == y.bytes.0.len() && x.component == y.component)
+        && a.iter().zip(b).all(|(x, y)| {
+            x.bytes.0.len() == y.bytes.0.len() && y.refs.is_empty() && x.component == y.component
+        })
 }
 
 /// The prepared spawn of a create.
@@ -812,16 +1032,14 @@ impl<W: DurableRoster> TypeVisitor for InsertColumn<'_, W> {
     }
 }
 
-/// Creates an entity with validated component values and binds `id` to it (restore).
-pub(crate) fn apply_create<W: DurableRoster>(
+/// Creates an entity and binds `id` to it (restore's first pass).
+pub(crate) fn create_bound<W: DurableRoster>(
     world: &mut W,
-    schema: &[(&'static str, TypeId, usize)],
     id: &PersistentId,
-    components: &[ComponentValue],
-) -> Result<(), WorldError> {
+) -> Result<EntityId, WorldError> {
     let e = world.create()?;
-    insert_values(world, schema, e, components)?;
-    bind_stable(world, e, id)
+    bind_stable(world, e, id)?;
+    Ok(e)
 }
 
 /// Binds `id` to the fresh entity `e` (its stable index entry).
@@ -846,16 +1064,23 @@ pub(crate) fn bind_stable<W: DurableRoster>(
 }
 
 /// Inserts component values whose roster types were resolved at validation (`types`, in
-/// value order) into `e`.
-fn insert_resolved<'t, W: DurableRoster>(
+/// value order) into `e`, each reference resolved to its live entity (`scratch` holds a
+/// value with references while it is resolved).
+fn insert_resolved<'t, W: PersistentOps>(
     world: &mut W,
     types: &mut impl Iterator<Item = &'t TypeId>,
     e: EntityId,
     values: &[ComponentValue],
+    scratch: &mut std::vec::Vec<u8>,
 ) -> Result<(), WorldError> {
     for v in values {
-        let id = types.next().ok_or(WorldError::UnknownComponent)?;
-        insert_bytes(world, e, *id, &v.bytes.0)?;
+        let ty = *types.next().ok_or(WorldError::UnknownComponent)?;
+        if v.refs.is_empty() {
+            insert_bytes(world, e, ty, &v.bytes.0)?;
+        } else {
+            resolved_into(world, ty, v, scratch);
+            insert_bytes(world, e, ty, scratch)?;
+        }
     }
     Ok(())
 }
@@ -869,15 +1094,23 @@ fn type_named(schema: &[(&'static str, TypeId, usize)], name: &str) -> Result<Ty
         .ok_or(WorldError::UnknownComponent)
 }
 
-/// Inserts named component values into `e` (a wrong size is refused by `insert_bytes`).
-fn insert_values<W: DurableRoster>(
+/// Inserts named component values into `e` (a wrong size is refused by `insert_bytes`),
+/// each reference resolved to its live entity (restore's second pass).
+pub(crate) fn insert_values<W: PersistentOps>(
     world: &mut W,
     schema: &[(&'static str, TypeId, usize)],
     e: EntityId,
     values: &[ComponentValue],
+    scratch: &mut std::vec::Vec<u8>,
 ) -> Result<(), WorldError> {
     for v in values {
-        insert_bytes(world, e, type_named(schema, &v.component)?, &v.bytes.0)?;
+        let ty = type_named(schema, &v.component)?;
+        if v.refs.is_empty() {
+            insert_bytes(world, e, ty, &v.bytes.0)?;
+        } else {
+            resolved_into(world, ty, v, scratch);
+            insert_bytes(world, e, ty, scratch)?;
+        }
     }
     Ok(())
 }

@@ -312,6 +312,61 @@ pub trait DurableRoster: Roster<Hooks = Durable<<Self as Roster>::Alloc>> {
     }
 }
 
+/// Rewrites every entity-typed field of the values of type `ty` held as bytes in `values`
+/// (`size_of` of it each) with `f(value index, field)`, when `ty` is one of `W`'s
+/// [`EntityRefs`] types; false, doing nothing, otherwise.
+pub(crate) fn rewrite_refs_of<W: DurableRoster>(
+    ty: TypeId,
+    values: &mut [u8],
+    f: &mut dyn FnMut(usize, &mut EntityId),
+) -> bool {
+    struct Rewrite<'a> {
+        want: TypeId,
+        values: &'a mut [u8],
+        f: &'a mut dyn FnMut(usize, &mut EntityId),
+        found: bool,
+    }
+    impl RefVisitor for Rewrite<'_> {
+        fn visit<R: EntityRefs>(&mut self) {
+            if TypeId::of::<R>() != self.want || self.found {
+                return;
+            }
+            self.found = true;
+            let size = core::mem::size_of::<R>();
+            if size == 0 {
+                return;
+            }
+            for (i, chunk) in self.values.chunks_exact_mut(size).enumerate() {
+                let mut v: R = bytemuck::pod_read_unaligned(chunk);
+                v.visit_entities(&mut |e: &mut EntityId| (self.f)(i, e));
+                chunk.copy_from_slice(bytemuck::bytes_of(&v));
+            }
+        }
+    }
+    let mut rewrite = Rewrite {
+        want: ty,
+        values,
+        f,
+        found: false,
+    };
+    W::Refs::each(&mut rewrite);
+    rewrite.found
+}
+
+/// Whether type `ty` is one of `W`'s [`EntityRefs`] types.
+pub(crate) fn has_refs_of<W: DurableRoster>(ty: TypeId) -> bool {
+    struct Find(TypeId, bool);
+    impl RefVisitor for Find {
+        #[inline(always)]
+        fn visit<R: EntityRefs>(&mut self) {
+            self.1 |= TypeId::of::<R>() == self.0;
+        }
+    }
+    let mut f = Find(ty, false);
+    W::Refs::each(&mut f);
+    f.1
+}
+
 /// Calls back with each entity-referencing component type.
 pub trait RefVisitor {
     /// Called with one type.

@@ -10,5 +10,6 @@ mod model;
 mod persistent;
 #[cfg(not(miri))]
 mod persistent_model;
+mod references;
 mod sim;
 mod world;

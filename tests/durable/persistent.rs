@@ -86,6 +86,7 @@ fn prepared_spawns_mint_once_copy_their_values_and_serialise() {
     let forged = vec![ComponentValue {
         component: IDENTITY_COMPONENT.into(),
         bytes: HexBytes(vec![0; 36]),
+        refs: Vec::new(),
     }];
     assert_eq!(
         PreparedSpawn::prepare_values::<Sim, _>(forged, &mut SeqEntropy::new(2)),
@@ -118,7 +119,7 @@ fn failed_transactions_change_nothing_and_retry_without_minting() {
     let mut w = sim(3);
     let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
     w.transact(&tx(vec![create(&a)])).unwrap();
-    let before = w.checkpoint_digest();
+    let before = w.checkpoint_digest().unwrap();
     let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
     let c = spawn(3, Pos { x: 2.0, y: 2.0 }, 7);
     // A bad command at the end: nothing applied.
@@ -138,7 +139,7 @@ fn failed_transactions_change_nothing_and_retry_without_minting() {
         })
     );
     assert_eq!(
-        w.checkpoint_digest(),
+        w.checkpoint_digest().unwrap(),
         before,
         "byte-identical after a failed transaction"
     );
@@ -152,7 +153,7 @@ fn failed_transactions_change_nothing_and_retry_without_minting() {
             WorldError::CapacityExhausted { .. }
         )))
     ));
-    assert_eq!(w.checkpoint_digest(), before);
+    assert_eq!(w.checkpoint_digest().unwrap(), before);
     // ... unless a delete earlier in the transaction frees a slot.
     let replace = tx(vec![
         TxCommand::Delete { id: a.id },
@@ -230,6 +231,7 @@ fn the_identity_cannot_be_set_changed_or_removed() {
         components: vec![ComponentValue {
             component: IDENTITY_COMPONENT.into(),
             bytes: HexBytes(vec![0; 36]),
+            refs: Vec::new(),
         }],
     }]);
     assert_eq!(
@@ -287,11 +289,11 @@ fn restore_rebinds_by_stable_id_and_invalidates_old_handles() {
     let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
     w.transact(&tx(vec![create(&a), create(&b)])).unwrap();
     let transient = w.spawn((Hp(77),)).unwrap();
-    let snapshot = w.checkpoint();
+    let snapshot = w.checkpoint().unwrap();
     let digest = snapshot.digest();
-    assert_eq!(w.checkpoint_digest(), digest);
+    assert_eq!(w.checkpoint_digest().unwrap(), digest);
     // Written from the pools, the same bytes as the structured checkpoint's.
-    assert_eq!(w.checkpoint_bytes(), snapshot.canonical_bytes());
+    assert_eq!(w.checkpoint_bytes().unwrap(), snapshot.canonical_bytes());
     let old_a = w.entity_of(&a.id).unwrap();
     // Change the world, then restore.
     w.transact(&tx(vec![
@@ -302,9 +304,9 @@ fn restore_rebinds_by_stable_id_and_invalidates_old_handles() {
         TxCommand::Delete { id: b.id },
     ]))
     .unwrap();
-    assert_ne!(w.checkpoint_digest(), digest);
+    assert_ne!(w.checkpoint_digest().unwrap(), digest);
     w.restore(&snapshot).unwrap();
-    assert_eq!(w.checkpoint_digest(), digest);
+    assert_eq!(w.checkpoint_digest().unwrap(), digest);
     let new_a = w.entity_of(&a.id).unwrap();
     assert_ne!(new_a, old_a);
     assert!(
@@ -323,7 +325,7 @@ fn restore_rebinds_by_stable_id_and_invalidates_old_handles() {
     let back: Checkpoint = serde_json::from_str(&json).unwrap();
     let mut fresh = sim(8);
     fresh.restore(&back).unwrap();
-    assert_eq!(fresh.checkpoint_digest(), digest);
+    assert_eq!(fresh.checkpoint_digest().unwrap(), digest);
 }
 
 #[test]
@@ -332,8 +334,8 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
     let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
     let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
     w.transact(&tx(vec![create(&a), create(&b)])).unwrap();
-    let good = w.checkpoint();
-    let before = w.checkpoint_digest();
+    let good = w.checkpoint().unwrap();
+    let before = w.checkpoint_digest().unwrap();
     type Expect = fn(&CheckpointError) -> bool;
     let mut cases: Vec<(Checkpoint, Expect)> = Vec::new();
     let mut removed = good.clone();
@@ -367,7 +369,7 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
         matches!(e, CheckpointError::Component { index: 0, .. })
     }));
     let mut version = good.clone();
-    version.version = 2;
+    version.version = 1;
     cases.push((version, |e| matches!(e, CheckpointError::Format { .. })));
     let mut too_many = good.clone();
     for seed in 10..20 {
@@ -383,7 +385,11 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
     for (i, (cp, expected)) in cases.iter().enumerate() {
         let err = w.restore(cp).unwrap_err();
         assert!(expected(&err), "case {i}: {err:?}");
-        assert_eq!(w.checkpoint_digest(), before, "case {i} changed the world");
+        assert_eq!(
+            w.checkpoint_digest().unwrap(),
+            before,
+            "case {i} changed the world"
+        );
     }
     // Unknown members in the JSON form.
     let json =
@@ -419,8 +425,11 @@ fn the_digest_ignores_slot_dense_and_insertion_order() {
         q.components.reverse();
         w2.transact(&tx(vec![create(&q)])).unwrap();
     }
-    assert_eq!(w1.checkpoint_digest(), w2.checkpoint_digest());
-    assert_eq!(w1.checkpoint(), w2.checkpoint());
+    assert_eq!(
+        w1.checkpoint_digest().unwrap(),
+        w2.checkpoint_digest().unwrap()
+    );
+    assert_eq!(w1.checkpoint().unwrap(), w2.checkpoint().unwrap());
 }
 
 #[test]
@@ -482,7 +491,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "702f8dd07780726ab2b9fe73611f52f4122d9e2bc14f42e12b14e108542c522d";
+const GOLDEN_DIGEST: &str = "8ffdaad60f22e55344a793aa048c5595f0516fc560391f4d52c068a67c946cf1";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
@@ -495,14 +504,17 @@ fn golden_replay_matches_its_digest() {
     assert!(text.contains("9007199254740993"));
     let mut w = sim(8);
     w.replay(&log).unwrap();
-    let digest = digest_hex(&w.checkpoint_digest());
+    let digest = digest_hex(&w.checkpoint_digest().unwrap());
     assert_eq!(digest, GOLDEN_DIGEST);
     // The restored snapshot keeps the survivor and excludes the deleted entity.
-    let snapshot = w.checkpoint();
+    let snapshot = w.checkpoint().unwrap();
     assert_eq!(snapshot.entities.len(), 1);
     let mut fresh = sim(8);
     fresh.restore(&snapshot).unwrap();
-    assert_eq!(digest_hex(&fresh.checkpoint_digest()), GOLDEN_DIGEST);
+    assert_eq!(
+        digest_hex(&fresh.checkpoint_digest().unwrap()),
+        GOLDEN_DIGEST
+    );
     let e = fresh
         .entity_of(
             &log.entries[0]
@@ -521,7 +533,7 @@ fn golden_replay_matches_its_digest() {
     let mut bad = log.clone();
     bad.entries.swap(1, 2);
     let mut w = sim(8);
-    let empty = w.checkpoint_digest();
+    let empty = w.checkpoint_digest().unwrap();
     assert_eq!(
         w.replay(&bad),
         Err(ReplayError::TickOrder {
@@ -529,7 +541,7 @@ fn golden_replay_matches_its_digest() {
         })
     );
     assert_eq!(w.registry.len(), 0);
-    assert_eq!(w.checkpoint_digest(), empty);
+    assert_eq!(w.checkpoint_digest().unwrap(), empty);
 }
 
 /// Writes the golden fixture (run once with `LUDUS_WRITE_GOLDEN=1`).
@@ -541,7 +553,7 @@ fn write_golden_fixture_when_asked() {
         std::fs::write(GOLDEN_PATH, text + "\n").unwrap();
         let mut w = sim(8);
         w.replay(&golden_log()).unwrap();
-        println!("digest {}", digest_hex(&w.checkpoint_digest()));
+        println!("digest {}", digest_hex(&w.checkpoint_digest().unwrap()));
     }
 }
 
@@ -553,7 +565,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
     let mut w = sim(8);
     let a = spawn(1, Pos { x: 0.0, y: 0.0 }, 5);
     w.transact(&tx(vec![create(&a)])).unwrap();
-    let before = w.checkpoint_digest();
+    let before = w.checkpoint_digest().unwrap();
     let live = w.registry.len();
     // An authored id whose key bytes equal a spawned id's: refused in one checkpoint ...
     let PersistentId::Spawned(u) = a.id else {
@@ -562,7 +574,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
     let mut clash = [0u8; 32];
     clash[..16].copy_from_slice(u.as_bytes());
     let authored = PersistentId::Authored(clash);
-    let mut cp = w.checkpoint();
+    let mut cp = w.checkpoint().unwrap();
     cp.entities.insert(
         0,
         CheckpointEntity {
@@ -575,7 +587,10 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         w.restore(&cp),
         Err(CheckpointError::Id { index: 1 })
     ));
-    assert_eq!((w.checkpoint_digest(), w.registry.len()), (before, live));
+    assert_eq!(
+        (w.checkpoint_digest().unwrap(), w.registry.len()),
+        (before, live)
+    );
     // ... and a spawn whose key bytes a live authored id holds is refused too.
     let only_authored = Checkpoint {
         entities: vec![CheckpointEntity {
@@ -583,7 +598,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
             identity: Some(authored),
             components: vec![],
         }],
-        ..w.checkpoint()
+        ..w.checkpoint().unwrap()
     };
     w.restore(&only_authored).unwrap();
     assert_eq!(
@@ -594,7 +609,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         })
     );
     w.restore(&cp_without(&cp, 0)).unwrap();
-    let before = w.checkpoint_digest();
+    let before = w.checkpoint_digest().unwrap();
     // A non-canonical id built without parsing.
     let nil = PreparedSpawn {
         id: PersistentId::Spawned(uuid::Uuid::nil()),
@@ -607,7 +622,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
             reason: TxRejection::NotCanonical(nil.id)
         })
     );
-    let mut bad = w.checkpoint();
+    let mut bad = w.checkpoint().unwrap();
     bad.entities[0].id = PersistentId::Spawned(uuid::Uuid::from_u128(1));
     bad.entities[0].identity = Some(bad.entities[0].id);
     assert!(matches!(
@@ -626,7 +641,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         })
     );
     assert!(w.entity_of(&b.id).is_none());
-    assert_eq!(w.checkpoint_digest(), before);
+    assert_eq!(w.checkpoint_digest().unwrap(), before);
     w.set_protected(e, false).unwrap();
     // A world without stable ids refuses before creating anything.
     let mut plain = Sim::try_new_durable(
@@ -658,7 +673,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         )))
     ));
     std::mem::swap(&mut w.hp, &mut other.hp);
-    assert_eq!(w.checkpoint_digest(), before);
+    assert_eq!(w.checkpoint_digest().unwrap(), before);
     w.check_identity_invariant().unwrap();
 }
 
@@ -710,6 +725,7 @@ mod checkpoint_model {
         ComponentValue {
             component: name.into(),
             bytes: HexBytes(bytes.to_vec()),
+            refs: Vec::new(),
         }
     }
 
@@ -762,12 +778,12 @@ mod checkpoint_model {
         entities.sort_by_key(|e| e.id);
         let snapshot = Checkpoint {
             format: "ludus.checkpoint".into(),
-            version: 1,
+            version: 2,
             entities,
         };
         let mut w = sim(n + n / 4 + 8);
         w.restore(&snapshot).unwrap();
-        assert_eq!(w.checkpoint_bytes(), snapshot.canonical_bytes());
+        assert_eq!(w.checkpoint_bytes().unwrap(), snapshot.canonical_bytes());
         // Churn: delete a quarter, update and strip some, spawn fresh ones.
         let mut commands = Vec::new();
         for (k, e) in snapshot.entities.iter().enumerate() {
@@ -794,11 +810,11 @@ mod checkpoint_model {
             )));
         }
         w.transact(&tx(commands)).unwrap();
-        let structured = w.checkpoint();
-        let bytes = w.checkpoint_bytes();
+        let structured = w.checkpoint().unwrap();
+        let bytes = w.checkpoint_bytes().unwrap();
         assert_eq!(bytes, structured.canonical_bytes());
         let digest: [u8; 32] = Sha256::digest(&bytes).into();
-        assert_eq!(w.checkpoint_digest(), digest);
+        assert_eq!(w.checkpoint_digest().unwrap(), digest);
         assert_eq!(structured.digest(), digest);
     }
 
@@ -932,7 +948,7 @@ mod create_batch_model {
                 commands.push(create(&p));
             }
         }
-        let before = (w.checkpoint_digest(), w.registry.len());
+        let before = (w.checkpoint_digest().unwrap(), w.registry.len());
         let result = w.transact(&tx(commands));
         match (&expected, over) {
             (Some(reason), _) => {
@@ -955,7 +971,11 @@ mod create_batch_model {
             assert!(w.entity_of(&p.id).is_some());
         }
         if expected.is_some() || over {
-            assert_eq!((w.checkpoint_digest(), w.registry.len()), before, "{f:?}");
+            assert_eq!(
+                (w.checkpoint_digest().unwrap(), w.registry.len()),
+                before,
+                "{f:?}"
+            );
             for p in &fresh {
                 assert!(w.entity_of(&p.id).is_none(), "{f:?}");
             }

@@ -47,5 +47,6 @@ pub fn hp_value(v: u32) -> ComponentValue {
     ComponentValue {
         component: "hp".into(),
         bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
+        refs: Vec::new(),
     }
 }

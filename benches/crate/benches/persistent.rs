@@ -193,9 +193,9 @@ fn fixture() -> &'static Fixture {
         let mut world = durable(ENTITIES);
         assert_eq!(world.transact(&tx).unwrap().created, ENTITIES);
         world.end_structural();
-        let checkpoint = world.checkpoint();
-        assert_eq!(checkpoint.digest(), world.checkpoint_digest());
-        let len = world.checkpoint_bytes().len();
+        let checkpoint = world.checkpoint().unwrap();
+        assert_eq!(checkpoint.digest(), world.checkpoint_digest().unwrap());
+        let len = world.checkpoint_bytes().unwrap().len();
         let ids = id_bytes(&world);
         Fixture {
             world,
@@ -218,14 +218,14 @@ fn checkpoint_100k(c: &mut Criterion) {
     let mut group = c.benchmark_group("checkpoint_100k");
     group.throughput(Throughput::Elements(ENTITIES as u64));
     group.bench_function("checkpoint_digest", |b| {
-        b.iter(|| black_box(&fx.world).checkpoint_digest())
+        b.iter(|| black_box(&fx.world).checkpoint_digest().unwrap())
     });
     group.bench_function("copy_hash", |b| b.iter(|| copy_hash(black_box(fx))));
     group.bench_function("checkpoint_bytes", |b| {
-        b.iter(|| black_box(&fx.world).checkpoint_bytes())
+        b.iter(|| black_box(&fx.world).checkpoint_bytes().unwrap())
     });
     group.bench_function("checkpoint", |b| {
-        b.iter(|| black_box(&fx.world).checkpoint())
+        b.iter(|| black_box(&fx.world).checkpoint().unwrap())
     });
     group.bench_function("restore_fresh", |b| {
         b.iter_batched(
@@ -239,11 +239,17 @@ fn checkpoint_100k(c: &mut Criterion) {
     });
     let mut live = durable(ENTITIES);
     live.restore(&fx.checkpoint).unwrap();
-    assert_eq!(live.checkpoint_digest(), fx.world.checkpoint_digest());
+    assert_eq!(
+        live.checkpoint_digest().unwrap(),
+        fx.world.checkpoint_digest().unwrap()
+    );
     group.bench_function("restore_replace", |b| {
         b.iter(|| live.restore(black_box(&fx.checkpoint)).unwrap())
     });
-    assert_eq!(live.checkpoint_digest(), fx.world.checkpoint_digest());
+    assert_eq!(
+        live.checkpoint_digest().unwrap(),
+        fx.world.checkpoint_digest().unwrap()
+    );
     group.finish();
 }
 
@@ -258,7 +264,7 @@ fn stable_ids(w: &Sim) -> Vec<(PersistentId, EntityId)> {
 
 fn checkpoint_100k_parts(c: &mut Criterion) {
     let fx = fixture();
-    let bytes = fx.world.checkpoint_bytes();
+    let bytes = fx.world.checkpoint_bytes().unwrap();
     let unsorted = stable_ids(&fx.world);
     assert_eq!(unsorted.len(), ENTITIES);
     let mut group = c.benchmark_group("checkpoint_100k_parts");
@@ -360,7 +366,7 @@ fn interleaved(rounds: usize) {
     let fx = fixture();
     let mut digest = || {
         let t = Instant::now();
-        black_box(black_box(&fx.world).checkpoint_digest());
+        black_box(black_box(&fx.world).checkpoint_digest().unwrap());
         t.elapsed()
     };
     let mut baseline = || {
@@ -369,11 +375,11 @@ fn interleaved(rounds: usize) {
         t.elapsed()
     };
     // Parts, for attribution (as `checkpoint_100k_parts`).
-    let bytes = fx.world.checkpoint_bytes();
+    let bytes = fx.world.checkpoint_bytes().unwrap();
     let unsorted = stable_ids(&fx.world);
     let mut canonical = || {
         let t = Instant::now();
-        black_box(black_box(&fx.world).checkpoint_bytes());
+        black_box(black_box(&fx.world).checkpoint_bytes().unwrap());
         t.elapsed()
     };
     let mut sha = || {

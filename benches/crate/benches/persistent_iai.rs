@@ -67,7 +67,7 @@ fn saved_setup(n: usize) -> Saved {
     let mut w = durable(n);
     w.transact(&prepared(n).1).unwrap();
     w.end_structural();
-    let len = w.checkpoint_bytes().len();
+    let len = w.checkpoint_bytes().unwrap().len();
     let ids = id_bytes(&w);
     (w, len, ids)
 }
@@ -75,7 +75,7 @@ fn saved_setup(n: usize) -> Saved {
 #[library_benchmark]
 #[bench::k10000(args = (ENTITIES), setup = saved_setup)]
 fn checkpoint_digest((w, _, _): Saved) -> [u8; 32] {
-    black_box(&w).checkpoint_digest()
+    black_box(&w).checkpoint_digest().unwrap()
 }
 
 // Baseline of `checkpoint_digest`: as many bytes as the canonical form, copied and hashed.
@@ -89,18 +89,18 @@ fn copy_hash((w, len, ids): Saved) -> [u8; 32] {
 #[library_benchmark]
 #[bench::k10000(args = (ENTITIES), setup = saved_setup)]
 fn checkpoint_bytes((w, _, _): Saved) -> Vec<u8> {
-    black_box(&w).checkpoint_bytes()
+    black_box(&w).checkpoint_bytes().unwrap()
 }
 
 #[library_benchmark]
 #[bench::k10000(args = (ENTITIES), setup = saved_setup)]
 fn checkpoint((w, _, _): Saved) -> Checkpoint {
-    black_box(&w).checkpoint()
+    black_box(&w).checkpoint().unwrap()
 }
 
 fn restore_setup(n: usize) -> (Sim, Checkpoint) {
     let (w, ..) = saved_setup(n);
-    (durable(n), w.checkpoint())
+    (durable(n), w.checkpoint().unwrap())
 }
 
 // For information: restoring the checkpoint into a fresh durable world.

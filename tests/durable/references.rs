@@ -1,0 +1,364 @@
+//! References in the durable forms: prepared spawns, transaction values, replay logs and
+//! checkpoints carry the stable id of every entity a value references, never a handle. A
+//! replay onto a fresh world points at that world's entities, a checkpoint restore keeps every
+//! link on its restored target, and digests differ when links differ.
+
+use bytemuck::{Pod, Zeroable};
+use ludus::durable::{
+    digest_hex, CheckpointError, ComponentValue, EntityRefs, HexBytes, PrepareError, PreparedSpawn,
+    ReplayEntry, ReplayLog, Transaction, TxCommand, TxError, TxRejection, REPLAY_FORMAT,
+};
+use ludus::identity::test_entropy::SeqEntropy;
+use ludus::identity::PersistentId;
+use ludus::prelude::*;
+
+/// A unit with a position.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Body {
+    /// x.
+    pub x: f32,
+}
+
+/// Aims at another entity, or at nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Aim {
+    /// The target.
+    pub target: EntityId,
+    /// How fast the aim turns.
+    pub speed: f32,
+    /// Padding.
+    pub _pad: u32,
+}
+
+impl EntityRefs for Aim {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.target);
+    }
+}
+
+ludus::world! {
+    /// Bodies that aim at each other.
+    pub struct Range {
+        /// Bodies.
+        pub body: Body,
+        /// Aims.
+        pub aim: Aim,
+    }
+    durable { entity_refs { Aim } }
+}
+
+fn range() -> Range {
+    let mut w = Range::try_new_durable(16, DurableConfig::default()).unwrap();
+    w.begin_structural();
+    w
+}
+
+fn aim(target: EntityId) -> Aim {
+    Aim {
+        target,
+        speed: 2.5,
+        _pad: 0,
+    }
+}
+
+fn tx(commands: Vec<TxCommand>) -> Transaction {
+    Transaction {
+        label: "test".into(),
+        commands,
+    }
+}
+
+fn create(spawn: PreparedSpawn) -> TxCommand {
+    TxCommand::Create { spawn }
+}
+
+/// World `x` of the reproducer: stable A, then stable B aiming at A; returns the log of both
+/// transactions and the two ids.
+fn aimed(x: &mut Range) -> (ReplayLog, PersistentId, PersistentId) {
+    let a =
+        PreparedSpawn::prepare::<Range, _, _>((Body { x: 1.0 },), &mut SeqEntropy::new(1)).unwrap();
+    let first = tx(vec![create(a.clone())]);
+    x.transact(&first).unwrap();
+    let target = x.entity_of(&a.id).unwrap();
+    let b = PreparedSpawn::prepare_in(x, (Body { x: 2.0 }, aim(target)), &mut SeqEntropy::new(2))
+        .unwrap();
+    assert_eq!(b.components[1].refs, [Some(a.id)]);
+    assert_eq!(
+        b.components[1].bytes.0[..16],
+        [0; 16],
+        "no handle in the value"
+    );
+    let second = tx(vec![create(b.clone())]);
+    x.transact(&second).unwrap();
+    let log = ReplayLog {
+        format: REPLAY_FORMAT.into(),
+        version: 1,
+        entries: vec![
+            ReplayEntry {
+                tick: 1,
+                transaction: first,
+            },
+            ReplayEntry {
+                tick: 2,
+                transaction: second,
+            },
+        ],
+    };
+    (log, a.id, b.id)
+}
+
+fn target_of(w: &Range, id: &PersistentId) -> EntityId {
+    w.get::<Aim>(w.entity_of(id).unwrap()).unwrap().target
+}
+
+#[test]
+fn a_replay_onto_a_fresh_world_points_at_its_entities() {
+    let mut x = range();
+    let (log, a, b) = aimed(&mut x);
+    assert_eq!(target_of(&x, &b), x.entity_of(&a).unwrap());
+    // Through the log's JSON, as a server records it.
+    let text = serde_json::to_string(&log).unwrap();
+    let log: ReplayLog = serde_json::from_str(&text).unwrap();
+    let mut y = range();
+    // A different slot layout: the replayed entities land on other slots.
+    y.spawn((Body { x: 9.0 },)).unwrap();
+    y.replay(&log).unwrap();
+    let target = target_of(&y, &b);
+    assert_eq!(target, y.entity_of(&a).unwrap());
+    assert!(y.registry.is_alive(target));
+    assert_ne!(x.entity_of(&a).unwrap().slot(), target.slot());
+    assert_eq!(
+        x.checkpoint_digest().unwrap(),
+        y.checkpoint_digest().unwrap()
+    );
+}
+
+#[test]
+fn a_checkpoint_restore_keeps_every_link_on_its_restored_target() {
+    let mut x = range();
+    let (_, a, b) = aimed(&mut x);
+    let old = x.entity_of(&a).unwrap();
+    let checkpoint = x.checkpoint().unwrap();
+    assert_eq!(checkpoint.canonical_bytes(), x.checkpoint_bytes().unwrap());
+    let digest = x.checkpoint_digest().unwrap();
+    assert_eq!(checkpoint.digest(), digest);
+    x.restore(&checkpoint).unwrap();
+    let target = target_of(&x, &b);
+    assert_eq!(target, x.entity_of(&a).unwrap());
+    assert!(x.registry.is_alive(target));
+    assert!(!x.registry.is_alive(old), "the old handle is stale");
+    assert_eq!(x.checkpoint_digest().unwrap(), digest);
+    // Through JSON too, onto a fresh world.
+    let text = serde_json::to_string(&checkpoint).unwrap();
+    let mut y = range();
+    y.restore(&serde_json::from_str(&text).unwrap()).unwrap();
+    assert_eq!(target_of(&y, &b), y.entity_of(&a).unwrap());
+    assert_eq!(y.checkpoint_digest().unwrap(), digest);
+}
+
+#[test]
+fn digests_differ_when_links_differ() {
+    let mut x = range();
+    let (_, a, b) = aimed(&mut x);
+    let linked = x.checkpoint_digest().unwrap();
+    let entity_b = x.entity_of(&b).unwrap();
+    // B aims at itself, then at nothing: each link gives another digest.
+    x.aim.get_mut(entity_b).unwrap().target = entity_b;
+    let at_self = x.checkpoint_digest().unwrap();
+    x.aim.get_mut(entity_b).unwrap().target = EntityId::NULL;
+    let at_none = x.checkpoint_digest().unwrap();
+    assert_ne!(linked, at_self);
+    assert_ne!(linked, at_none);
+    assert_ne!(at_self, at_none);
+    // And back: the same link, the same digest.
+    x.aim.get_mut(entity_b).unwrap().target = x.entity_of(&a).unwrap();
+    assert_eq!(x.checkpoint_digest().unwrap(), linked);
+    // A stale handle names no entity: it reads as no target.
+    let gone = x.spawn((Body { x: 0.0 },)).unwrap();
+    x.destroy(gone).unwrap();
+    x.aim.get_mut(entity_b).unwrap().target = gone;
+    assert_eq!(x.checkpoint_digest().unwrap(), at_none);
+    assert_eq!(
+        x.checkpoint().unwrap().digest(),
+        at_none,
+        "structured and streamed forms agree"
+    );
+}
+
+#[test]
+fn a_reference_to_an_entity_without_a_stable_id_is_refused_never_dropped() {
+    let mut x = range();
+    let (_, _, b) = aimed(&mut x);
+    let plain = x.spawn((Body { x: 5.0 },)).unwrap();
+    assert_eq!(
+        PreparedSpawn::prepare_in(&x, (aim(plain),), &mut SeqEntropy::new(3)),
+        Err(PrepareError::Unidentified {
+            component: "aim".into()
+        })
+    );
+    // Without a world, any handle is refused (it could not be named).
+    assert_eq!(
+        PreparedSpawn::prepare::<Range, _, _>((aim(plain),), &mut SeqEntropy::new(3)),
+        Err(PrepareError::Unidentified {
+            component: "aim".into()
+        })
+    );
+    assert_eq!(
+        ComponentValue::of(&x, &aim(plain)),
+        Err(PrepareError::Unidentified {
+            component: "aim".into()
+        })
+    );
+    let entity_b = x.entity_of(&b).unwrap();
+    x.aim.get_mut(entity_b).unwrap().target = plain;
+    let refused = CheckpointError::UnidentifiedReference {
+        id: b,
+        component: "aim".into(),
+    };
+    assert_eq!(x.checkpoint(), Err(refused.clone()));
+    assert_eq!(x.checkpoint_bytes(), Err(refused.clone()));
+    assert_eq!(x.checkpoint_digest(), Err(refused));
+}
+
+#[test]
+fn transactions_resolve_references_where_they_apply() {
+    let mut w = range();
+    let mut entropy = SeqEntropy::new(7);
+    let a = PreparedSpawn::prepare::<Range, _, _>((Body { x: 1.0 },), &mut entropy).unwrap();
+    let b = PreparedSpawn::prepare::<Range, _, _>((Body { x: 2.0 },), &mut entropy).unwrap();
+    // A value naming `a` by its id, built by hand as untrusted ingress would.
+    let at_a = ComponentValue {
+        component: "aim".into(),
+        bytes: HexBytes(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
+        refs: vec![Some(a.id)],
+    };
+    // `a` is not live yet: refused whole.
+    let early = tx(vec![
+        TxCommand::Update {
+            id: b.id,
+            components: vec![at_a.clone()],
+        },
+        create(b.clone()),
+    ]);
+    assert!(matches!(
+        w.transact(&early),
+        Err(TxError::Command { index: 0, .. })
+    ));
+    let forward = tx(vec![
+        create(b.clone()),
+        TxCommand::Update {
+            id: b.id,
+            components: vec![at_a.clone()],
+        },
+        create(a.clone()),
+    ]);
+    assert_eq!(
+        w.transact(&forward),
+        Err(TxError::Command {
+            index: 1,
+            reason: TxRejection::UnresolvedReference {
+                component: "aim".into(),
+                id: a.id
+            }
+        })
+    );
+    assert_eq!(w.registry.len(), 0, "nothing applied");
+    // In order: `a`, then `b` updated to aim at it, then `a` aiming at itself.
+    let mut at_self = at_a.clone();
+    at_self.refs = vec![Some(a.id)];
+    let ordered = tx(vec![
+        create(a.clone()),
+        create(b.clone()),
+        TxCommand::Update {
+            id: b.id,
+            components: vec![at_a.clone()],
+        },
+        TxCommand::Update {
+            id: a.id,
+            components: vec![at_self],
+        },
+    ]);
+    w.transact(&ordered).unwrap();
+    let ea = w.entity_of(&a.id).unwrap();
+    assert_eq!(target_of(&w, &b.id), ea);
+    assert_eq!(target_of(&w, &a.id), ea);
+    // A create may aim at its own entity.
+    let c = PreparedSpawn::prepare::<Range, _, _>((Body { x: 3.0 },), &mut entropy).unwrap();
+    let mut c_self = c.clone();
+    c_self.components.push(ComponentValue {
+        component: "aim".into(),
+        bytes: HexBytes(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
+        refs: vec![Some(c.id)],
+    });
+    w.transact(&tx(vec![create(c_self)])).unwrap();
+    assert_eq!(target_of(&w, &c.id), w.entity_of(&c.id).unwrap());
+    // Typed values name their targets the same way.
+    assert_eq!(ComponentValue::of(&w, &aim(ea)).unwrap(), at_a);
+    assert_eq!(
+        ComponentValue::of(&w, &aim(EntityId::NULL)).unwrap().refs,
+        [None]
+    );
+}
+
+#[test]
+fn malformed_references_are_refused() {
+    let mut x = range();
+    let (_, a, b) = aimed(&mut x);
+    let handle = x.entity_of(&a).unwrap();
+    let good = ComponentValue::of(&x, &aim(handle)).unwrap();
+    // A handle in the bytes, a missing identity, an extra one, identities on a component
+    // without entity fields.
+    let mut raw = good.clone();
+    raw.bytes = HexBytes(bytemuck::bytes_of(&aim(handle)).to_vec());
+    let mut missing = good.clone();
+    missing.refs.clear();
+    let mut extra = good.clone();
+    extra.refs.push(None);
+    let mut stray = ComponentValue::of(&x, &Body { x: 1.0 }).unwrap();
+    stray.refs.push(Some(a));
+    let before = x.checkpoint_digest().unwrap();
+    for (i, value) in [raw, missing, extra, stray].into_iter().enumerate() {
+        let update = tx(vec![TxCommand::Update {
+            id: b,
+            components: vec![value.clone()],
+        }]);
+        assert_eq!(
+            x.transact(&update),
+            Err(TxError::Command {
+                index: 0,
+                reason: TxRejection::References(value.component.clone())
+            }),
+            "case {i}"
+        );
+        assert_eq!(
+            PreparedSpawn::prepare_values::<Range, _>(vec![value.clone()], &mut SeqEntropy::new(9)),
+            Err(PrepareError::References(value.component.clone())),
+            "case {i}"
+        );
+        let mut checkpoint = x.checkpoint().unwrap();
+        let at = checkpoint.entities.iter().position(|e| e.id == b).unwrap();
+        let components = &mut checkpoint.entities[at].components;
+        components.retain(|c| c.component != value.component);
+        components.push(value.clone());
+        components.sort_by(|p, q| p.component.cmp(&q.component));
+        assert!(
+            matches!(
+                x.restore(&checkpoint),
+                Err(CheckpointError::Component { .. })
+            ),
+            "case {i}"
+        );
+        assert_eq!(x.checkpoint_digest().unwrap(), before, "case {i}");
+    }
+    // A checkpoint whose reference names an id it does not hold.
+    let mut checkpoint = x.checkpoint().unwrap();
+    checkpoint.entities.retain(|e| e.id != a);
+    assert!(matches!(
+        x.restore(&checkpoint),
+        Err(CheckpointError::UnresolvedReference { target, .. }) if target == a
+    ));
+    assert_eq!(x.checkpoint_digest().unwrap(), before);
+    assert_eq!(digest_hex(&before).len(), 64);
+}
