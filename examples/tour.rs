@@ -138,9 +138,10 @@ fn durable_identity() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Section 7: persistent spawn, an atomic transaction, a checkpoint digest and a restore.
+/// Section 7: persistent spawn, an atomic transaction, a checkpoint digest and a restore; a
+/// follow link kept by a checkpoint restore and by a replay onto a fresh world.
 fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
-    use ludus::durable::{PreparedSpawn, Transaction, TxCommand};
+    use ludus::durable::{PreparedSpawn, ReplayEntry, ReplayLog, Transaction, TxCommand};
     let mut level = Level::try_new_durable(64, DurableConfig::default())?;
     level.begin_structural();
     // Minted once at ingress; the JSON is what a server records and replays.
@@ -160,16 +161,71 @@ fn persistent_spawn() -> Result<(), Box<dyn std::error::Error>> {
     level.transact(&tx)?;
     let refused = level.transact(&tx).unwrap_err();
     println!("  replaying the same create is refused whole: {refused}");
+    // A second entity follows the first: the prepared command names it by its stable id.
+    let pickup = level.entity_of(&spawn.id).ok_or("not live")?;
+    let follower = PreparedSpawn::prepare_in(
+        &level,
+        (Position { x: 0.0, y: 0.0 }, Follow { target: pickup }),
+        &mut OsEntropy,
+    )?;
+    let link = follower.components.iter().find(|c| c.component == "follow");
+    println!(
+        "  the follower's link travels as {}",
+        serde_json::to_string(&link.ok_or("no follow")?.refs)?
+    );
+    let follow = Transaction {
+        label: "spawn-follower".into(),
+        commands: vec![TxCommand::Create {
+            spawn: follower.clone(),
+        }],
+    };
+    level.transact(&follow)?;
     let before = level.checkpoint()?;
-    let e = level.entity_of(&spawn.id).ok_or("not live")?;
-    level.position.get_mut(e).ok_or("no position")?.x = 100.0;
+    level.position.get_mut(pickup).ok_or("no position")?.x = 100.0;
     level.restore(&before)?;
     let again = level.entity_of(&spawn.id).ok_or("not restored")?;
+    let followed = |w: &Level| -> Option<EntityId> {
+        let e = w.entity_of(&follower.id)?;
+        w.get::<Follow>(e).map(|f| f.target)
+    };
     println!(
-        "  restored digest {} (x = {}); the old handle is {:?}",
+        "  restored digest {} (x = {}); the old handle is {:?}; the follower follows {:?}, the \
+         restored pickup: {}",
         &ludus::durable::digest_hex(&level.checkpoint_digest()?)[..16],
         level.get::<Position>(again).map_or(f32::NAN, |p| p.x),
-        level.registry.diagnose(e)
+        level.registry.diagnose(pickup),
+        followed(&level),
+        followed(&level) == Some(again)
+    );
+    // The log of both transactions, replayed onto a fresh world: the link lands on that
+    // world's pickup, and both worlds have one digest.
+    let log = ReplayLog {
+        format: ludus::durable::REPLAY_FORMAT.into(),
+        version: 1,
+        entries: vec![
+            ReplayEntry {
+                tick: 1,
+                transaction: tx,
+            },
+            ReplayEntry {
+                tick: 2,
+                transaction: follow,
+            },
+        ],
+    };
+    let mut fresh = Level::try_new_durable(64, DurableConfig::default())?;
+    fresh.begin_structural();
+    fresh.spawn((Position { x: 9.0, y: 9.0 },))?; // other slots than the first world's
+    fresh.replay(&log)?;
+    let target = fresh.entity_of(&spawn.id).ok_or("not replayed")?;
+    let mut first = Level::try_new_durable(64, DurableConfig::default())?;
+    first.begin_structural();
+    first.replay(&log)?;
+    println!(
+        "  replayed onto a fresh world: the follower follows its pickup {} ({:?}); digests equal: {}",
+        followed(&fresh) == Some(target),
+        target,
+        fresh.checkpoint_digest()? == first.checkpoint_digest()?
     );
     Ok(())
 }
@@ -522,7 +578,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     durable_identity()?;
 
     println!(
-        "\n== 7. persistent spawn: prepare once, transact all or nothing, checkpoint, restore"
+        "\n== 7. persistent spawn: prepare once, transact all or nothing, checkpoint, restore, replay"
     );
     persistent_spawn()?;
 
