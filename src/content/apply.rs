@@ -299,6 +299,8 @@ pub(crate) fn apply_owned(
             uuid,
             label: e.id,
             name: e.name,
+            // A version-1 document with parent links is refused above (`unsupported`).
+            parent: None,
             components,
         });
     }

@@ -37,6 +37,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::Path;
 
 // Sets keyed by untrusted ids: hashbrown's foldhash is seeded per set and cheaper than SipHash.
@@ -45,6 +46,7 @@ use hashbrown::HashSet;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::durable::first_cycle;
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId, UuidError};
 
 use super::error::{Fault, Located, Shape};
@@ -99,7 +101,9 @@ pub struct EntityV1 {
     pub components: Components,
 }
 
-/// A version-2 World record: entities named by durable UUIDs.
+/// A version-2 World record: entities named by durable UUIDs. With parent links it is written
+/// as version 3 (the hierarchy extension: every entity names its parent), without as version
+/// 2; both read into this type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorldV2 {
     /// The World schema the components follow (a schema name).
@@ -119,6 +123,9 @@ pub struct EntityV2 {
     pub label: String,
     /// The display name (any string).
     pub name: String,
+    /// The parent's uuid, an entity of the same record; `None` for a root. Children keep the
+    /// document order of their entities.
+    pub parent: Option<SourceObjectId>,
     /// The components; entity-typed properties hold the target's uuid, `""` for no target.
     pub components: Components,
 }
@@ -128,7 +135,7 @@ pub struct EntityV2 {
 pub enum WorldRecord {
     /// `"version": 1`.
     V1(WorldV1),
-    /// `"version": 2`.
+    /// `"version": 2`, or `3` (version 2 with parent links).
     V2(WorldV2),
 }
 
@@ -138,8 +145,8 @@ pub enum RecordErrorKind {
     /// Syntax, duplicate, unknown or missing members, or a wrong JSON type.
     #[error(transparent)]
     Shape(#[from] Shape),
-    /// `version` is neither 1 nor 2.
-    #[error("unsupported World record version {found} (expected 1 or 2)")]
+    /// `version` is neither 1, 2 nor 3.
+    #[error("unsupported World record version {found} (expected 1, 2 or 3)")]
     UnsupportedVersion {
         /// The `version` value, as JSON text.
         found: String,
@@ -190,6 +197,15 @@ pub enum RecordErrorKind {
         /// The repeated UUID.
         uuid: String,
     },
+    /// A `parent` names no entity of the record (version 3).
+    #[error("parent {uuid} is not an entity of the record")]
+    UnknownParent {
+        /// The parent's UUID.
+        uuid: String,
+    },
+    /// Parent links form a cycle (version 3).
+    #[error("parent links form a cycle")]
+    ParentCycle,
 }
 
 impl From<InvalidUuid> for RecordErrorKind {
@@ -220,7 +236,7 @@ impl WorldRecord {
     pub fn version(&self) -> u64 {
         match self {
             Self::V1(_) => 1,
-            Self::V2(_) => 2,
+            Self::V2(world) => world.version(),
         }
     }
 }
@@ -331,8 +347,18 @@ impl WorldV2 {
         }
     }
 
+    /// The version it is written as: 3 when an entity has a parent, else 2.
+    pub fn version(&self) -> u64 {
+        if self.entities.iter().any(|e| e.parent.is_some()) {
+            3
+        } else {
+            2
+        }
+    }
+
     /// Checks the rules on an in-memory record (schema name, labels unique and valid, uuids
-    /// unique and distinct from the document's, component names valid).
+    /// unique and distinct from the document's, component names valid, parents entities of
+    /// the record and acyclic).
     ///
     /// # Errors
     /// The first broken rule, with the path of the offending value.
@@ -356,13 +382,51 @@ impl WorldV2 {
             check_label(&e.label, || at("label"), &mut labels)?;
             check_components(&e.components, || at("components"))?;
         }
+        if self.version() == 3 {
+            self.check_parents()?;
+        }
         Ok(())
     }
 
-    /// The canonical bytes of this record (the line layout, module docs).
+    /// Every parent an entity of the record, and no cycle (one walk over the whole record).
+    fn check_parents(&self) -> Result<(), Fault<RecordErrorKind>> {
+        let at = |i: usize| key(&index(&[Step::Key("entities".into())], i), "parent");
+        let index_of: HashMap<SourceObjectId, usize> = self
+            .entities
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.uuid, i))
+            .collect();
+        let mut parents = Vec::with_capacity(self.entities.len());
+        for (i, e) in self.entities.iter().enumerate() {
+            parents.push(match e.parent {
+                None => None,
+                Some(p) => Some(*index_of.get(&p).ok_or_else(|| {
+                    Fault::new(
+                        RecordErrorKind::UnknownParent {
+                            uuid: p.to_string(),
+                        },
+                        &at(i),
+                    )
+                })?),
+            });
+        }
+        match first_cycle(parents.len(), |i| parents[i]) {
+            Some(i) => Err(Fault::new(RecordErrorKind::ParentCycle, &at(i))),
+            None => Ok(()),
+        }
+    }
+
+    /// The canonical bytes of this record (the line layout, module docs): version 3, with a
+    /// `parent` member on every entity (`""` for a root), when an entity has a parent.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(128 + self.entities.len() * 160);
-        out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
+        let v3 = self.version() == 3;
+        out.extend_from_slice(if v3 {
+            b"{\n  \"version\": 3,\n  \"schema\": "
+        } else {
+            b"{\n  \"version\": 2,\n  \"schema\": "
+        });
         compact(&mut out, &self.schema);
         out.extend_from_slice(b",\n  \"document\": ");
         compact(&mut out, &self.document);
@@ -373,7 +437,19 @@ impl WorldV2 {
             uuid: &'a SourceObjectId,
             label: &'a str,
             name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            parent: Option<ParentOut>,
             components: &'a Components,
+        }
+        /// A parent as written: its uuid, `""` for a root.
+        struct ParentOut(Option<SourceObjectId>);
+        impl Serialize for ParentOut {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match &self.0 {
+                    Some(p) => p.serialize(s),
+                    None => s.serialize_str(""),
+                }
+            }
         }
         let components = canonical_all(self.entities.iter().map(|e| &e.components));
         for (i, (e, components)) in self.entities.iter().zip(&components).enumerate() {
@@ -382,6 +458,7 @@ impl WorldV2 {
                 uuid: &e.uuid,
                 label: &e.label,
                 name: &e.name,
+                parent: v3.then_some(ParentOut(e.parent)),
                 components,
             };
             compact(&mut out, &entity);
@@ -488,7 +565,7 @@ fn decode(value: Value) -> R<WorldRecord> {
     let version = match obj.get("version") {
         None => return Err(Fault::new(Shape::MissingMember { name: "version" }, root)),
         Some(v) => match v.as_u64() {
-            Some(n @ (1 | 2)) => n,
+            Some(n @ (1..=3)) => n,
             _ => {
                 return Err(Fault::new(
                     RecordErrorKind::UnsupportedVersion {
@@ -510,7 +587,7 @@ fn decode(value: Value) -> R<WorldRecord> {
         .take("schema")
         .and_then(|v| json::string(v, &schema_at))
         .map_err(Fault::convert)?;
-    let document: Option<AssetId> = if version == 2 {
+    let document: Option<AssetId> = if version >= 2 {
         Some(uuid_member(&mut obj, "document")?)
     } else {
         None
@@ -537,7 +614,7 @@ fn decode(value: Value) -> R<WorldRecord> {
             let mut entities = Vec::with_capacity(items.len());
             for (i, item) in items.into_iter().enumerate() {
                 at[1] = Step::Index(i);
-                entities.push(decode_v2(item, &at)?);
+                entities.push(decode_v2(item, &at, version == 3)?);
             }
             let world = WorldV2 {
                 schema,
@@ -578,18 +655,35 @@ fn decode_v1(value: Value, at: &[Step]) -> R<EntityV1> {
     })
 }
 
-fn decode_v2(value: Value, at: &[Step]) -> R<EntityV2> {
+/// A version-2 entity; with `parents` (version 3) its `parent` member is required: a uuid, or
+/// `""` for a root.
+fn decode_v2(value: Value, at: &[Step], parents: bool) -> R<EntityV2> {
     let mut obj = Object::new(value, at).map_err(Fault::convert)?;
-    obj.deny_unknown(&["uuid", "label", "name", "components"])
-        .map_err(Fault::convert)?;
+    if parents {
+        obj.deny_unknown(&["uuid", "label", "name", "parent", "components"])
+    } else {
+        obj.deny_unknown(&["uuid", "label", "name", "components"])
+    }
+    .map_err(Fault::convert)?;
     let uuid = uuid_member(&mut obj, "uuid")?;
     let label = string_member(&mut obj, "label")?;
     let name = string_member(&mut obj, "name")?;
+    let parent =
+        match parents {
+            false => None,
+            true => match string_member(&mut obj, "parent")? {
+                text if text.is_empty() => None,
+                text => Some(text.parse::<SourceObjectId>().map_err(|reason| {
+                    Fault::new(InvalidUuid { text, reason }, &key(at, "parent"))
+                })?),
+            },
+        };
     let components = decode_components(&mut obj)?;
     Ok(EntityV2 {
         uuid,
         label,
         name,
+        parent,
         components,
     })
 }

@@ -153,6 +153,11 @@ pub fn duplicate_entities<S: EntropySource + ?Sized>(
         let mut copy = record.entities[i].clone();
         copy.uuid = fresh;
         copy.label = fresh_label(&copy.label, &fresh, &mut labels);
+        // A parent in the selection becomes its copy; any other stays (the copy is a sibling
+        // of its original, as an editor's duplicate is).
+        if let Some(new) = copy.parent.and_then(|p| map.get(&p.as_uuid())) {
+            copy.parent = Some(*new);
+        }
         for (component, props) in copy.components.iter_mut() {
             let Some(refs) = schema.components.get(component) else {
                 continue;

@@ -3,7 +3,7 @@
 //! `restore_world(record, instance, world)` stages the record ([`Plan`]), resolves every
 //! entity-typed property against the record's own entities (forward references included),
 //! checks the world, then creates one entity per record entity (pass 1, `SourceObjectId →
-//! EntityId`), fills in components with the resolved handles, names (pass 2), and publishes
+//! EntityId`), fills in components with the resolved handles, names and parents (pass 2), and publishes
 //! every binding `PersistentObjectKey(instance, uuid) → entity` in one activation. All or
 //! nothing: see [`plan`](super::plan) for the order and the guarantee.
 
@@ -40,6 +40,8 @@ where
     let unique = plan.seal();
     debug_assert!(unique);
     for (i, e) in record.entities.iter().enumerate() {
+        // Parents are entities of the record (checked by `check`).
+        plan.entities[i].parent = e.parent.and_then(|p| plan.lookup(p.as_uuid()));
         decode_components::<W>(&mut plan, i, &e.components)?;
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;

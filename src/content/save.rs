@@ -1,4 +1,5 @@
-//! Save: a world's entities of one instance scope → a version-2 World record.
+//! Save: a world's entities of one instance scope → a version-2 World record (version 3 with
+//! parent links).
 //!
 //! The entities saved are those bound under `instance` in the world's binding table; each
 //! record entity's `uuid` is its `SourceObjectId`, its `name` the world's name, its
@@ -7,7 +8,9 @@
 //! no longer alive); a live target outside the saved scope is refused, since a World record
 //! has no way to name it. Entities are written in ascending UUID order (the canonical entity
 //! order: independent of slots, dense order and binding order), so save → restore → save gives
-//! the same bytes.
+//! the same bytes. With parent links the record is version 3: each entity names its parent
+//! (which must be saved too), and the order is each root in UUID order followed by its saved
+//! descendants depth first in child order, so a restore keeps child order.
 //!
 //! Labels: the world keeps no label, so save derives one: the entity's name when it follows
 //! the legacy-id rule and no earlier entity (in UUID order) took it, else the UUID's canonical
@@ -41,6 +44,13 @@ pub enum SaveError {
     InvalidSchemaName {
         /// The name.
         name: String,
+    },
+    /// An entity's parent is not saved with it (unbound, or bound in another instance scope):
+    /// a record's parents are entities of the record.
+    #[error("entity {entity}: its parent is not in the saved scope")]
+    UnsavedParent {
+        /// The child.
+        entity: SourceObjectId,
     },
     /// An entity-typed field names a live entity that is not saved with it (unbound, or bound
     /// in another instance scope).
@@ -135,10 +145,13 @@ where
     let mut named: Vec<u64> = Vec::new();
     let mut name_bytes = 0;
     let owner = registry.owner();
+    // Whether a saved entity has a parent (read with its name: the same node).
+    let mut parented = false;
     for (slot, generation, object) in durable.bindings().iter_instance(instance) {
         if !registry.is_alive(EntityId::from_raw_parts(owner, slot, generation)) {
             continue;
         }
+        parented |= hierarchy.parent(slot).is_some();
         let name = hierarchy.name(slot);
         name_bytes += name.len();
         let label = is_legacy_id(name);
@@ -153,6 +166,25 @@ where
     sort_ties(&mut keyed, |a, b| saved.key(a).cmp(&saved.key(b)));
     saved.rank(&keyed);
     settle_labels(&mut saved, &keyed, named);
+    // With parent links (version 3), the document order is the hierarchy's: each root in UUID
+    // order followed by its saved descendants, depth first in child order, so a restore
+    // appends every child in its place. Every parent must be saved.
+    let mut doc = Vec::new();
+    if parented {
+        for &v in &keyed {
+            let slot = v as u32;
+            if let Some((p, g)) = hierarchy.parent(slot) {
+                if saved.of(p, g).is_none() {
+                    return Err(SaveError::UnsavedParent {
+                        entity: object_id(saved.key(slot)),
+                    });
+                }
+            }
+        }
+        doc = hierarchy_order(&saved, &keyed, hierarchy);
+        saved.rank(&doc);
+    }
+    let keyed = if parented { doc } else { keyed };
     // Pass 2, over each pool in dense order: every saved entity's value, links rewritten to
     // UUIDs, copied to its rank in a column of its own (so pass 3 reads front to back too).
     let mut gather = Gather {
@@ -182,7 +214,11 @@ where
     // the name bytes they point at `PREFETCH` ahead).
     let mut out =
         Vec::with_capacity(128 + schema.len() + 2 * name_bytes + keyed.len() * ROW_BYTES_GUESS);
-    out.extend_from_slice(b"{\n  \"version\": 2,\n  \"schema\": ");
+    out.extend_from_slice(if parented {
+        b"{\n  \"version\": 3,\n  \"schema\": "
+    } else {
+        b"{\n  \"version\": 2,\n  \"schema\": "
+    });
     canonical::string(&mut out, schema);
     out.extend_from_slice(b",\n  \"document\": \"");
     push_uuid(&mut out, &document.as_uuid());
@@ -220,6 +256,14 @@ where
             out.push(b'"');
         } else {
             canonical::string(out, name);
+        }
+        if parented {
+            out.extend_from_slice(b",\"parent\":\"");
+            if let Some((p, _)) = hierarchy.parent(slot) {
+                format_uuid(&Uuid::from_u128(saved.key(p)), &mut text);
+                out.extend_from_slice(&text);
+            }
+            out.push(b'"');
         }
         out.extend_from_slice(b",\"components\":{");
         let mut save = SaveComponents {
@@ -285,11 +329,20 @@ impl<'w> Saved<'w> {
         self.set_label(slot, label);
     }
 
-    /// Sets each saved slot's rank: its index in `keyed` (`key << 32 | slot`, in UUID order).
+    /// Sets each saved slot's rank: its index in `keyed` (`key << 32 | slot`, in document
+    /// order).
     fn rank(&mut self, keyed: &[u64]) {
         for (rank, &v) in keyed.iter().enumerate() {
-            self.ranks[v as u32 as usize] |= rank as u64 + 1;
+            let r = &mut self.ranks[v as u32 as usize];
+            *r = *r >> 32 << 32 | (rank as u64 + 1);
         }
+    }
+
+    /// Whether `slot` holds a saved entity (its live incarnation: the hierarchy links live
+    /// entities only).
+    #[inline(always)]
+    fn holds(&self, slot: u32) -> bool {
+        self.ranks.get(slot as usize).is_some_and(|&r| r != 0)
     }
 
     /// The UUID of a saved slot.
@@ -384,6 +437,55 @@ fn settle_labels(saved: &mut Saved<'_>, keyed: &[u64], mut named: Vec<u64>) {
             saved.set_label(b as u32, false);
         }
     }
+}
+
+/// `keyed` (UUID order, every saved entity's parent saved) in the hierarchy's document order:
+/// each root in UUID order, then its saved descendants depth first in child order (children
+/// that are not saved, bound elsewhere, are skipped: their own saved descendants would have
+/// an unsaved parent). Iterative: a chain a million deep takes no stack.
+fn hierarchy_order<A: allocator_api2::alloc::Allocator + Clone>(
+    saved: &Saved<'_>,
+    keyed: &[u64],
+    hierarchy: &crate::durable::Hierarchy<A>,
+) -> Vec<u64> {
+    let entry = |slot: u32| sort_key(saved.key(slot), slot);
+    let saved_from = |mut at: Option<u32>| {
+        while let Some(s) = at {
+            if saved.holds(s) {
+                return Some(s);
+            }
+            at = hierarchy.next_sibling(s);
+        }
+        None
+    };
+    let mut doc = Vec::with_capacity(keyed.len());
+    for &v in keyed {
+        let root = v as u32;
+        if hierarchy.parent(root).is_some() {
+            continue;
+        }
+        let mut at = root;
+        'walk: loop {
+            doc.push(entry(at));
+            if let Some(child) = saved_from(hierarchy.first_child(at)) {
+                at = child;
+                continue;
+            }
+            // Up until a node with a saved next sibling, or back at the root.
+            while at != root {
+                if let Some(sibling) = saved_from(hierarchy.next_sibling(at)) {
+                    at = sibling;
+                    continue 'walk;
+                }
+                match hierarchy.parent(at) {
+                    Some((p, _)) => at = p,
+                    None => break,
+                }
+            }
+            break;
+        }
+    }
+    doc
 }
 
 /// The `SourceObjectId` of a saved UUID (for errors only).

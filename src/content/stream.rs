@@ -1,5 +1,5 @@
-//! The streaming reader of version-2 World records: bytes → [`Plan`] in one pass, without the
-//! intermediate `serde_json::Value` tree of the whole document.
+//! The streaming reader of version-2 and version-3 World records: bytes → [`Plan`] in one
+//! pass, without the intermediate `serde_json::Value` tree of the whole document.
 //!
 //! It accepts exactly what [`WorldV2::from_slice`](super::WorldV2::from_slice) followed by
 //! staging accepts, and stages the same plan: the same members are required, unknown and
@@ -30,6 +30,7 @@ use super::json::StrictValue;
 use super::mapping::{component_index, RecordComponent, RecordList, RecordVisitor};
 use super::plan::Plan;
 use super::record::{is_component_name, is_schema_name};
+use crate::durable::first_cycle;
 use crate::identity::{is_legacy_id, AssetId, SourceObjectId};
 use crate::world::roster::Roster;
 
@@ -45,6 +46,11 @@ struct Reader<'de> {
     keys: Vec<Cow<'de, str>>,
     /// Scratch: which roster components the current entity has.
     seen: Vec<bool>,
+    /// Each entity's `parent` member: `None` when it has none, `Some(None)` for `""` (a
+    /// root), else the parent's UUID (version 3).
+    parents: Vec<Option<Option<uuid::Uuid>>>,
+    /// The `version` member.
+    version: u64,
     duplicate: RefCell<Option<String>>,
 }
 
@@ -66,6 +72,8 @@ where
         hasher: hashbrown::DefaultHashBuilder::default(),
         keys: Vec::new(),
         seen: vec![false; W::NAMES.len()],
+        parents: Vec::with_capacity(expected),
+        version: 0,
         duplicate: RefCell::new(None),
     };
     let mut de = serde_json::Deserializer::from_str(text);
@@ -84,6 +92,27 @@ where
     // Every entity's identity is distinct, and distinct from the document's.
     if !reader.plan.seal() || reader.plan.lookup(document.as_uuid()).is_some() {
         return None;
+    }
+    // Version 3: every entity has a `parent` member, naming an entity of the record, and the
+    // links are acyclic; version 2: none has one.
+    let v3 = reader.version == 3;
+    if reader.parents.iter().any(|p| p.is_some() != v3) {
+        return None;
+    }
+    if v3 {
+        for (i, p) in reader.parents.iter().enumerate() {
+            if let Some(Some(uuid)) = p {
+                reader.plan.entities[i].parent = Some(reader.plan.lookup(*uuid)?);
+            }
+        }
+        let plan = &reader.plan;
+        if first_cycle(plan.entities.len(), |i| {
+            plan.entities[i].parent.map(|p| p as usize)
+        })
+        .is_some()
+        {
+            return None;
+        }
     }
     Some(reader.plan)
 }
@@ -159,11 +188,10 @@ where
                 return Err(fail());
             }
             match slot {
-                0 => {
-                    if map.next_value::<Value>()?.as_u64() != Some(2) {
-                        return Err(fail());
-                    }
-                }
+                0 => match map.next_value::<Value>()?.as_u64() {
+                    Some(v @ (2 | 3)) => self.reader.version = v,
+                    _ => return Err(fail()),
+                },
                 1 => {
                     if !is_schema_name(&map.next_value::<Text<'de>>()?.0) {
                         return Err(fail());
@@ -253,9 +281,10 @@ where
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let r = self.reader;
         let entity = r.plan.next_index();
-        let mut seen = [false; 4];
+        let mut seen = [false; 5];
         let mut uuid = None;
         let mut name: Option<Cow<'de, str>> = None;
+        let mut parent = None;
         r.seen.iter_mut().for_each(|s| *s = false);
         while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
             let slot = match &*key {
@@ -263,6 +292,7 @@ where
                 "label" => 1,
                 "name" => 2,
                 "components" => 3,
+                "parent" => 4,
                 _ => return Err(fail()),
             };
             if std::mem::replace(&mut seen[slot], true) {
@@ -283,6 +313,17 @@ where
                     _ => return Err(fail()),
                 },
                 2 => name = Some(map.next_value::<Text<'de>>()?.0),
+                4 => {
+                    let text = map.next_value::<Text<'de>>()?.0;
+                    parent = Some(if text.is_empty() {
+                        None
+                    } else {
+                        let p = text
+                            .parse::<SourceObjectId>()
+                            .map_err(|_| fail::<A::Error>())?;
+                        Some(p.as_uuid())
+                    });
+                }
                 _ => map.next_value_seed(ComponentsSeed::<W> {
                     reader: &mut *r,
                     entity,
@@ -291,8 +332,9 @@ where
             }
         }
         match (uuid, name) {
-            (Some(uuid), Some(name)) if seen.iter().all(|s| *s) => {
+            (Some(uuid), Some(name)) if seen[..4].iter().all(|s| *s) => {
                 r.plan.push_entity(uuid.as_uuid(), &name);
+                r.parents.push(parent);
                 Ok(())
             }
             _ => Err(fail()),

@@ -94,6 +94,7 @@ pub fn entity(n: u64, target: Option<&str>) -> EntityV2 {
         uuid: object(n),
         label: format!("e{n}"),
         name: format!("entity {n}"),
+        parent: None,
         components,
     }
 }

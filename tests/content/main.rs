@@ -9,6 +9,7 @@ mod support;
 mod common;
 mod duplicate;
 mod fuzz;
+mod hierarchy;
 mod level;
 mod manifest;
 mod records;

@@ -73,7 +73,7 @@ const RECORD_REJECTIONS: &[(&str, usize, RecordCheck)] = &[
     (
         "v1-unsupported-version.json",
         2,
-        |k| matches!(k, K::UnsupportedVersion { found } if found == "3"),
+        |k| matches!(k, K::UnsupportedVersion { found } if found == "4"),
     ),
     (
         "v1-unsupported-version-text.json",

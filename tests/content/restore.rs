@@ -251,7 +251,7 @@ fn from_slice_locates_every_refusal() {
     assert!(matches!(err.kind, K::UnresolvedReference { .. }));
     let err = restore_world_from_slice(
         Path::new("w.json"),
-        b"{\"version\": 3}",
+        b"{\"version\": 4}",
         instance(0),
         &mut w,
     )

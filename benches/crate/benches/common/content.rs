@@ -131,6 +131,7 @@ pub fn record(n: usize) -> WorldV2 {
                 uuid: SourceObjectId::from_uuid(uuid_of(i)).unwrap(),
                 label: format!("e{i}"),
                 name: format!("e{i}"),
+                parent: None,
                 components: c,
             }
         })
