@@ -73,5 +73,5 @@ pub use restore::{restore_world, restore_world_from_slice, Restored};
 #[doc(hidden)]
 pub use restore::{restore_world_failing, streams};
 pub use restore_error::{RestoreError, RestoreErrorKind};
-pub use save::{save_world, save_world_bytes, SaveError};
+pub use save::{save_level, save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use super::canonical::{self, Ctx, Key};
 use super::error::Line;
+use super::level::{LevelEntity, LevelFile, LEVEL_FORMAT};
 use super::mapping::{
     has_refs, rewrite_refs, uuid_bits, RecordComponent, RecordList, RecordVisitor,
 };
@@ -290,6 +291,47 @@ where
         b"\n  ]\n}\n"
     });
     Ok(out)
+}
+
+/// Saves every entity bound under `instance` as a level file: per entity its UUID (the
+/// `SourceObjectId`), name, parent and components, in the order [`save_world`] writes them
+/// (each root in UUID order, then its descendants depth first in child order), so
+/// [`restore_level`](super::restore_level) rebuilds the same hierarchy. A level has no labels
+/// and no document id; everything else a World record holds, it holds.
+///
+/// # Errors
+/// As [`save_world`] (an unsaved parent or target, a component without a JSON form, a world
+/// without durable tables).
+pub fn save_level<W: DurableOps>(world: &W, instance: InstanceId) -> Result<LevelFile, SaveError>
+where
+    W::Components: RecordList,
+{
+    // The record's document id appears nowhere in a level, but it must differ from every
+    // entity's: the first of a fixed sequence of version-4 UUIDs that no saved entity has.
+    let taken: std::collections::HashSet<u128> = world
+        .durable()
+        .bindings()
+        .iter_instance(instance)
+        .map(|(_, _, object)| object)
+        .collect();
+    let document = (1u128..)
+        .map(|k| 0x0000_0000_0000_4000_8000_0000_0000_0000 | k)
+        .find(|u| !taken.contains(u))
+        .and_then(|u| AssetId::from_uuid(Uuid::from_u128(u)).ok())
+        .ok_or(SaveError::World(DurableError::Disabled))?;
+    let record = save_world(world, instance, LEVEL_FORMAT, document)?;
+    Ok(LevelFile {
+        entities: record
+            .entities
+            .into_iter()
+            .map(|e| LevelEntity {
+                uuid: e.uuid.as_uuid(),
+                name: e.name,
+                parent: e.parent.map(|p| p.as_uuid()),
+                components: e.components,
+            })
+            .collect(),
+    })
 }
 
 /// How many entities ahead pass 3 asks for a name's bytes (the one read out of order).

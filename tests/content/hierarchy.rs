@@ -251,3 +251,47 @@ fn duplicated_entities_keep_their_subtree_shape() {
     let mut fresh = level(32);
     restore_world(&dup.record, instance(0), &mut fresh).unwrap();
 }
+
+#[test]
+fn a_world_saves_as_a_level_file_and_restores_from_it() {
+    let (w, _) = arranged(7);
+    let level_file = ludus::content::save_level(&w, instance(0)).unwrap();
+    level_file.check().unwrap();
+    let bytes = level_file.to_bytes();
+    let read =
+        ludus::content::LevelFile::from_slice(Path::new("saved.level.json"), &bytes).unwrap();
+    assert_eq!(read, level_file);
+    // The same entities, names, parents and components as the World record holds.
+    let record = save_world(&w, instance(0), SCHEMA, document()).unwrap();
+    assert_eq!(read.entities.len(), record.entities.len());
+    for (l, r) in read.entities.iter().zip(&record.entities) {
+        assert_eq!(l.uuid, r.uuid.as_uuid());
+        assert_eq!(l.name, r.name);
+        assert_eq!(l.parent, r.parent.map(|p| p.as_uuid()));
+        assert_eq!(l.components, r.components);
+    }
+    let mut fresh = level(32);
+    fresh.spawn((Hp { hp: 1 },)).unwrap();
+    ludus::content::restore_level_from_slice(
+        Path::new("saved.level.json"),
+        &bytes,
+        Some(instance(0)),
+        &mut fresh,
+    )
+    .unwrap();
+    assert_eq!(shape(&fresh), shape(&w));
+    // References travel too: every enemy targets the next entity of the ring.
+    for (key, e, _) in fresh.durable().bindings().iter() {
+        let target = fresh.get::<Enemy>(e).unwrap().target;
+        let n = u64::from_str_radix(&key.object.to_string()[24..], 16).unwrap() - 1;
+        assert_eq!(fresh.key_of(target).unwrap().object, object((n + 1) % 7));
+    }
+    // A parent outside the scope is refused, as for records.
+    let (mut w, e) = arranged(7);
+    let loose = w.spawn((Hp { hp: 1 },)).unwrap();
+    w.set_parent(e[5], Some(loose)).unwrap();
+    assert_eq!(
+        ludus::content::save_level(&w, instance(0)),
+        Err(SaveError::UnsavedParent { entity: object(5) })
+    );
+}
