@@ -31,7 +31,7 @@ use uuid::Uuid;
 use super::error::{Fault, Located, Shape};
 use super::json::{self, Object};
 use super::json_path::{entity_path, index, key, Step};
-use super::record::{canonical_all, is_component_name, Components};
+use super::record::{canonical_all, compact, is_component_name, Components};
 use crate::durable::first_cycle;
 use crate::identity::{UuidError, UuidPolicy};
 
@@ -178,15 +178,10 @@ impl LevelFile {
             .collect()
     }
 
-    /// The canonical bytes of this level (members in a fixed order, names sorted, two-space
-    /// indent, final newline).
+    /// The canonical bytes of this level: the World records' line layout (the envelope's
+    /// members one per line, then one entity per line as compact JSON, members in a fixed
+    /// order, component and property names sorted), and a final newline.
     pub fn to_bytes(&self) -> Vec<u8> {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            format: &'a str,
-            version: u64,
-            entities: Vec<EntityOut<'a>>,
-        }
         #[derive(Serialize)]
         struct EntityOut<'a> {
             uuid: String,
@@ -195,26 +190,28 @@ impl LevelFile {
             components: &'a Components,
         }
         let components = canonical_all(self.entities.iter().map(|e| &e.components));
-        let out = Out {
-            format: LEVEL_FORMAT,
-            version: LEVEL_VERSION,
-            entities: self
-                .entities
-                .iter()
-                .zip(&components)
-                .map(|(e, components)| EntityOut {
-                    uuid: e.uuid.to_string(),
-                    name: &e.name,
-                    parent: e.parent.map(|p| p.to_string()).unwrap_or_default(),
-                    components,
-                })
-                .collect(),
-        };
-        let mut bytes = Vec::with_capacity(4096);
-        // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
-        let _ = serde_json::to_writer_pretty(&mut bytes, &out);
-        bytes.push(b'\n');
-        bytes
+        let mut out = Vec::with_capacity(64 + self.entities.len() * 160);
+        out.extend_from_slice(b"{\n  \"format\": ");
+        compact(&mut out, LEVEL_FORMAT);
+        out.extend_from_slice(
+            format!(",\n  \"version\": {LEVEL_VERSION},\n  \"entities\": [").as_bytes(),
+        );
+        for (i, (e, components)) in self.entities.iter().zip(&components).enumerate() {
+            out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
+            let entity = EntityOut {
+                uuid: e.uuid.to_string(),
+                name: &e.name,
+                parent: e.parent.map(|p| p.to_string()).unwrap_or_default(),
+                components,
+            };
+            compact(&mut out, &entity);
+        }
+        out.extend_from_slice(if self.entities.is_empty() {
+            b"]\n}\n"
+        } else {
+            b"\n  ]\n}\n"
+        });
+        out
     }
 }
 

@@ -59,6 +59,13 @@ pub fn restore_level_from_slice<W: DurableOps>(
 where
     W::Components: RecordList,
 {
+    // One streaming pass straight into the restore's staging, as for records; a refused (or
+    // declined) file is read by the tree reader, which names the first broken rule.
+    if let Some(mut plan) = super::stream::plan_level_bytes::<W>(bytes) {
+        if plan.resolve::<W>().is_ok() {
+            return apply_plan(&plan, world, instance, None).map_err(|f| f.locate(file, bytes));
+        }
+    }
     let level = LevelFile::from_slice(file, bytes).map_err(|e| Located {
         file: e.file,
         line: e.line,

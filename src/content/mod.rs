@@ -71,7 +71,7 @@ pub use record_copy::{
 pub use restore::{restore_world, restore_world_from_slice, Restored};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub use restore::{restore_world_failing, streams};
+pub use restore::{restore_world_failing, streams, streams_level};
 pub use restore_error::{RestoreError, RestoreErrorKind};
 pub use save::{save_level, save_world, save_world_bytes, SaveError};
 pub use schema::{Schema, SchemaError, SchemaErrorKind, SCHEMA_FORMAT, SCHEMA_VERSION};

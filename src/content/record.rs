@@ -473,7 +473,7 @@ impl WorldV2 {
 }
 
 /// Writes `value` as compact JSON (serde_json's `to_writer`).
-fn compact<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+pub(crate) fn compact<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Serialising these types cannot fail: string keys, finite numbers, an in-memory writer.
     let _ = serde_json::to_writer(&mut *out, value);
 }

@@ -193,3 +193,14 @@ where
 {
     super::stream::plan_bytes::<W>(bytes).is_some()
 }
+
+/// Whether the streaming reader (not the tree reader) stages the level file `bytes` for `W`.
+/// Test seam (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn streams_level<W: DurableOps>(bytes: &[u8]) -> bool
+where
+    W::Components: RecordList,
+{
+    super::stream::plan_level_bytes::<W>(bytes).is_some()
+}

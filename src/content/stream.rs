@@ -27,15 +27,24 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::json::StrictValue;
+use super::level::{LEVEL_FORMAT, LEVEL_VERSION};
 use super::mapping::{component_index, RecordComponent, RecordList, RecordVisitor};
 use super::plan::Plan;
 use super::record::{is_component_name, is_schema_name};
 use crate::durable::first_cycle;
-use crate::identity::{is_legacy_id, AssetId, SourceObjectId};
+use crate::identity::{is_legacy_id, parse_uuid, AssetId, SourceObjectId, UuidPolicy};
 use crate::world::roster::Roster;
+
+/// What a streaming read reads: a World record (version 2 or 3) or a level file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Record,
+    Level,
+}
 
 /// The state of one streaming read.
 struct Reader<'de> {
+    form: Form,
     plan: Plan,
     /// A keyed 64-bit hash of every label: sorted at the end, two equal ones decline (a real
     /// repeat, or a collision the tree reader then sorts out). A hash set of the labels costs
@@ -54,8 +63,25 @@ struct Reader<'de> {
     duplicate: RefCell<Option<String>>,
 }
 
-/// Reads a version-2 record for `W` into a plan; `None` when it declines (see module docs).
+/// Reads a version-2 or version-3 record for `W` into a plan; `None` when it declines (see
+/// module docs).
 pub(crate) fn plan_bytes<W: Roster>(bytes: &[u8]) -> Option<Plan>
+where
+    W::Components: RecordList,
+{
+    plan_form::<W>(bytes, Form::Record)
+}
+
+/// Reads a level file for `W` into a plan; `None` when it declines (the tree reader,
+/// [`LevelFile::from_slice`](super::LevelFile::from_slice), then reads it).
+pub(crate) fn plan_level_bytes<W: Roster>(bytes: &[u8]) -> Option<Plan>
+where
+    W::Components: RecordList,
+{
+    plan_form::<W>(bytes, Form::Level)
+}
+
+fn plan_form<W: Roster>(bytes: &[u8], form: Form) -> Option<Plan>
 where
     W::Components: RecordList,
 {
@@ -67,6 +93,7 @@ where
     // entity takes less than about 90: sized for 128, the staging seldom grows.
     let expected = bytes.len() / 128;
     let mut reader = Reader {
+        form,
         plan: Plan::new::<W>(expected),
         labels: Vec::with_capacity(expected),
         hasher: hashbrown::DefaultHashBuilder::default(),
@@ -90,12 +117,12 @@ where
         return None;
     }
     // Every entity's identity is distinct, and distinct from the document's.
-    if !reader.plan.seal() || reader.plan.lookup(document.as_uuid()).is_some() {
+    if !reader.plan.seal() || document.is_some_and(|d| reader.plan.lookup(d.as_uuid()).is_some()) {
         return None;
     }
-    // Version 3: every entity has a `parent` member, naming an entity of the record, and the
-    // links are acyclic; version 2: none has one.
-    let v3 = reader.version == 3;
+    // Version 3 and levels: every entity has a `parent` member, naming an entity of the
+    // document, and the links are acyclic; version 2: none has one.
+    let v3 = reader.version == 3 || form == Form::Level;
     if reader.parents.iter().any(|p| p.is_some() != v3) {
         return None;
     }
@@ -147,6 +174,16 @@ fn fail<E: de::Error>() -> E {
     E::custom("declined")
 }
 
+/// An entity's or a parent's UUID: a `SourceObjectId` (version 4) in a record, any UUID of the
+/// level-file policy in a level.
+fn parse_id(text: &str, level: bool) -> Option<uuid::Uuid> {
+    if level {
+        parse_uuid(text.as_bytes(), UuidPolicy::LevelFile).ok()
+    } else {
+        text.parse::<SourceObjectId>().ok().map(|id| id.as_uuid())
+    }
+}
+
 struct RecordSeed<'r, 'de, W> {
     reader: &'r mut Reader<'de>,
     _w: core::marker::PhantomData<W>,
@@ -156,9 +193,10 @@ impl<'de, W: Roster> DeserializeSeed<'de> for RecordSeed<'_, 'de, W>
 where
     W::Components: RecordList,
 {
-    type Value = AssetId;
+    /// A record's document id (`None` for a level).
+    type Value = Option<AssetId>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<AssetId, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<AssetId>, D::Error> {
         d.deserialize_map(self)
     }
 }
@@ -167,31 +205,39 @@ impl<'de, W: Roster> Visitor<'de> for RecordSeed<'_, 'de, W>
 where
     W::Components: RecordList,
 {
-    type Value = AssetId;
+    type Value = Option<AssetId>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a World record")
+        f.write_str("a World record or a level file")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AssetId, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<AssetId>, A::Error> {
+        let level = self.reader.form == Form::Level;
         let mut seen = [false; 4];
         let mut document = None;
         while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
-            let slot = match &*key {
-                "version" => 0,
-                "schema" => 1,
-                "document" => 2,
-                "entities" => 3,
+            // A level's `format` takes the record's `schema` slot; it has no `document`.
+            let slot = match (&*key, level) {
+                ("version", _) => 0,
+                ("schema", false) | ("format", true) => 1,
+                ("document", false) => 2,
+                ("entities", _) => 3,
                 _ => return Err(fail()),
             };
             if std::mem::replace(&mut seen[slot], true) {
                 return Err(fail());
             }
             match slot {
-                0 => match map.next_value::<Value>()?.as_u64() {
-                    Some(v @ (2 | 3)) => self.reader.version = v,
+                0 => match (map.next_value::<Value>()?.as_u64(), level) {
+                    (Some(v @ (2 | 3)), false) => self.reader.version = v,
+                    (Some(LEVEL_VERSION), true) => self.reader.version = LEVEL_VERSION,
                     _ => return Err(fail()),
                 },
+                1 if level => {
+                    if map.next_value::<Text<'de>>()?.0 != LEVEL_FORMAT {
+                        return Err(fail());
+                    }
+                }
                 1 => {
                     if !is_schema_name(&map.next_value::<Text<'de>>()?.0) {
                         return Err(fail());
@@ -208,7 +254,8 @@ where
             }
         }
         match document {
-            Some(d) if seen.iter().all(|s| *s) => Ok(d),
+            Some(d) if !level && seen.iter().all(|s| *s) => Ok(Some(d)),
+            None if level && seen[0] && seen[1] && seen[3] => Ok(None),
             _ => Err(fail()),
         }
     }
@@ -286,13 +333,14 @@ where
         let mut name: Option<Cow<'de, str>> = None;
         let mut parent = None;
         r.seen.iter_mut().for_each(|s| *s = false);
+        let level = r.form == Form::Level;
         while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
-            let slot = match &*key {
-                "uuid" => 0,
-                "label" => 1,
-                "name" => 2,
-                "components" => 3,
-                "parent" => 4,
+            let slot = match (&*key, level) {
+                ("uuid", _) => 0,
+                ("label", false) => 1,
+                ("name", _) => 2,
+                ("components", _) => 3,
+                ("parent", _) => 4,
                 _ => return Err(fail()),
             };
             if std::mem::replace(&mut seen[slot], true) {
@@ -301,10 +349,7 @@ where
             match slot {
                 0 => {
                     let text = map.next_value::<Text<'de>>()?.0;
-                    uuid = Some(
-                        text.parse::<SourceObjectId>()
-                            .map_err(|_| fail::<A::Error>())?,
-                    );
+                    uuid = Some(parse_id(&text, level).ok_or_else(fail::<A::Error>)?);
                 }
                 1 => match map.next_value::<Text<'de>>()?.0 {
                     Cow::Borrowed(label) if is_legacy_id(label) => {
@@ -318,10 +363,7 @@ where
                     parent = Some(if text.is_empty() {
                         None
                     } else {
-                        let p = text
-                            .parse::<SourceObjectId>()
-                            .map_err(|_| fail::<A::Error>())?;
-                        Some(p.as_uuid())
+                        Some(parse_id(&text, level).ok_or_else(fail::<A::Error>)?)
                     });
                 }
                 _ => map.next_value_seed(ComponentsSeed::<W> {
@@ -331,9 +373,15 @@ where
                 })?,
             }
         }
+        // A record entity has a label; a level entity none, and always a parent.
+        let members = if level {
+            seen[0] && seen[2] && seen[3] && seen[4]
+        } else {
+            seen[..4].iter().all(|s| *s)
+        };
         match (uuid, name) {
-            (Some(uuid), Some(name)) if seen[..4].iter().all(|s| *s) => {
-                r.plan.push_entity(uuid.as_uuid(), &name);
+            (Some(uuid), Some(name)) if members => {
+                r.plan.push_entity(uuid, &name);
                 r.parents.push(parent);
                 Ok(())
             }

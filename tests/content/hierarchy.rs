@@ -270,6 +270,7 @@ fn a_world_saves_as_a_level_file_and_restores_from_it() {
         assert_eq!(l.parent, r.parent.map(|p| p.as_uuid()));
         assert_eq!(l.components, r.components);
     }
+    assert!(ludus::content::streams_level::<Level>(&bytes));
     let mut fresh = level(32);
     fresh.spawn((Hp { hp: 1 },)).unwrap();
     ludus::content::restore_level_from_slice(

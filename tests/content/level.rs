@@ -299,7 +299,17 @@ fn deep_chains_restore_in_any_order() {
     for order in [parent_first, child_first, shuffled] {
         let file = chain(&order);
         let mut w = level(n);
-        let r = restore_level(&file, None, &mut w).unwrap();
+        // Through the streaming reader (the bytes), checked against the tree reader's plan.
+        let bytes = file.to_bytes();
+        assert!(ludus::content::streams_level::<Level>(&bytes));
+        let r = restore_level_from_slice(Path::new("chain.json"), &bytes, None, &mut w).unwrap();
+        let mut tree = level(n);
+        let slots = |r: &ludus::content::Restored| r.entities.iter().map(|e| e.slot()).collect();
+        let (fast, slow): (Vec<u32>, Vec<u32>) = (
+            slots(&r),
+            slots(&restore_level(&file, None, &mut tree).unwrap()),
+        );
+        assert!(fast == slow, "both readers create the same slots");
         let mut handle = vec![EntityId::NULL; n];
         for (at, &k) in order.iter().enumerate() {
             handle[k] = r.entities[at];
@@ -314,6 +324,10 @@ fn deep_chains_restore_in_any_order() {
     file.entities[0].parent = Some(object(n as u64 - 1).as_uuid());
     let mut w = level(n);
     let err = restore_level(&file, None, &mut w).unwrap_err();
+    assert!(matches!(err.kind, K::Level(L::ParentCycle)), "{err}");
+    let bytes = file.to_bytes();
+    assert!(!ludus::content::streams_level::<Level>(&bytes));
+    let err = restore_level_from_slice(Path::new("loop.json"), &bytes, None, &mut w).unwrap_err();
     assert!(matches!(err.kind, K::Level(L::ParentCycle)), "{err}");
     assert_eq!(w.registry.len(), 0);
 }

@@ -22,6 +22,12 @@
 //!   `Vec<u8>` with the output's capacity reserved. Target: `save_world ≤ 1.2 ×
 //!   typed_to_writer`. `save_100k/typed_to_writer_pretty`, for information: the same with
 //!   `to_writer_pretty` (twice the bytes; the record's layout before the line layout).
+//! - `level_10k/restore_level`: `restore_level_from_slice` of a 10 000-entity world's level file
+//!   (`save_level`), bound under an instance, against `level_10k/restore_world`: the same
+//!   world's World record (`save_world_bytes`, the same entities in the same order) through
+//!   `restore_world_from_slice`. Target: `restore_level ≤ 1.2 × restore_world`.
+//!   `level_10k/restore_level_tree`, for information: the tree reader (`LevelFile::from_slice`
+//!   then `restore_level`), the path a level took before the streaming reader read levels.
 //! - `apply_10mb/identity_apply`: `cook::apply` (read the manifest, schema and a 10 MB
 //!   version-1 world (pretty, as the legacy tools wrote it) from a temporary root, replay, publish the version-2 record) — the
 //!   `ludus-cook identity apply` command without the process start. Target: < 0.5 s.
@@ -45,7 +51,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion, Throughput};
 use ludus::content::cook::{self, Hooks};
-use ludus::content::{generate_manifest, restore_world_from_slice, save_world_bytes, DocPath};
+use ludus::content::{
+    generate_manifest, restore_level, restore_level_from_slice, restore_world_from_slice,
+    save_level, save_world_bytes, DocPath, LevelFile,
+};
 use ludus::identity::test_entropy::SeqEntropy;
 
 #[path = "common/content.rs"]
@@ -179,7 +188,66 @@ fn identity_apply(r: &ApplyRoot) {
     .unwrap();
 }
 
+/// A 10 000-entity world saved both ways: its World record (canonical) and its level file
+/// (`save_level`), the same entities in the same order.
+struct Level10k {
+    record: Vec<u8>,
+    level: Vec<u8>,
+}
+
+fn level_fixture() -> &'static Level10k {
+    static F: OnceLock<Level10k> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut world = fresh(LEVEL_N);
+        let bytes = record(LEVEL_N).to_bytes();
+        restore_world_from_slice(Path::new("bench"), &bytes, instance(), &mut world).unwrap();
+        let record =
+            save_world_bytes(&world, instance(), "ludus.bench.v1", record(0).document).unwrap();
+        let level = save_level(&world, instance()).unwrap().to_bytes();
+        Level10k { record, level }
+    })
+}
+
+const LEVEL_N: usize = 10_000;
+
+fn restore_level_bytes(bytes: &[u8], mut w: Level) -> Level {
+    restore_level_from_slice(Path::new("bench"), bytes, Some(instance()), &mut w).unwrap();
+    w
+}
+
+fn restore_level_tree(bytes: &[u8], mut w: Level) -> Level {
+    let level = LevelFile::from_slice(Path::new("bench"), bytes).unwrap();
+    restore_level(&level, Some(instance()), &mut w).unwrap();
+    w
+}
+
 fn benches_restore(c: &mut Criterion) {
+    let lx = level_fixture();
+    let mut g = c.benchmark_group("level_10k");
+    g.sample_size(20)
+        .throughput(Throughput::Elements(LEVEL_N as u64));
+    g.bench_function("restore_world", |b| {
+        b.iter_batched(
+            || fresh(LEVEL_N),
+            |w| restore(black_box(&lx.record), w),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("restore_level", |b| {
+        b.iter_batched(
+            || fresh(LEVEL_N),
+            |w| restore_level_bytes(black_box(&lx.level), w),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("restore_level_tree", |b| {
+        b.iter_batched(
+            || fresh(LEVEL_N),
+            |w| restore_level_tree(black_box(&lx.level), w),
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
     let fx = fixture();
     let mut g = c.benchmark_group("restore_100k");
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
