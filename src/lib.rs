@@ -16,6 +16,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+// The durable forms (checkpoints and their digests, prepared commands, transaction values,
+// replay logs) hold components' `Pod` bytes as they are in memory: little-endian on every target
+// ludus builds for, and a `repr(C)` layout without padding is the same on all of them. A
+// big-endian target would write other bytes for the same values, so it is refused here.
+#[cfg(target_endian = "big")]
+compile_error!("ludus's durable encodings are little-endian: big-endian targets are not supported");
+
 mod buckets;
 pub mod content;
 pub mod durable;

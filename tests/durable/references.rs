@@ -362,3 +362,76 @@ fn malformed_references_are_refused() {
     assert_eq!(x.checkpoint_digest().unwrap(), before);
     assert_eq!(digest_hex(&before).len(), 64);
 }
+
+/// The golden checkpoint: three entities with floats (a negative, a subnormal) and references
+/// (one to another entity, one to itself, one to nothing). Its canonical bytes are pinned in
+/// `tests/fixtures/durable/checkpoint-golden.hex`: little-endian values, ids and references in
+/// their documented encoding, the same on every platform ludus builds for.
+fn golden_world() -> Range {
+    let mut w = range();
+    let mut entropy = SeqEntropy::new(0x601d);
+    let a = PreparedSpawn::prepare::<Range, _, _>((Body { x: 1.5 },), &mut entropy).unwrap();
+    w.transact(&tx(vec![create(a.clone())])).unwrap();
+    let ea = w.entity_of(&a.id).unwrap();
+    let b = PreparedSpawn::prepare_in(&w, (Body { x: -0.25 }, aim(ea)), &mut entropy).unwrap();
+    let c = PreparedSpawn::prepare::<Range, _, _>(
+        (
+            Body {
+                x: f32::from_bits(1),
+            },
+            aim(EntityId::NULL),
+        ),
+        &mut entropy,
+    )
+    .unwrap();
+    w.transact(&tx(vec![create(b), create(c.clone())])).unwrap();
+    let ec = w.entity_of(&c.id).unwrap();
+    w.aim.get_mut(ec).unwrap().target = ec;
+    w
+}
+
+const GOLDEN_CHECKPOINT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/durable/checkpoint-golden.hex"
+);
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2 + bytes.len() / 32 + 1);
+    for (i, b) in bytes.iter().enumerate() {
+        out.push_str(&format!("{b:02x}"));
+        if i % 32 == 31 {
+            out.push('\n');
+        }
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
+fn the_golden_checkpoint_bytes_are_pinned() {
+    let w = golden_world();
+    let bytes = w.checkpoint_bytes().unwrap();
+    if std::env::var_os("LUDUS_WRITE_GOLDEN").is_some() {
+        std::fs::create_dir_all(std::path::Path::new(GOLDEN_CHECKPOINT).parent().unwrap()).unwrap();
+        std::fs::write(GOLDEN_CHECKPOINT, hex(&bytes)).unwrap();
+    }
+    let pinned = std::fs::read_to_string(GOLDEN_CHECKPOINT).expect("fixture");
+    assert_eq!(hex(&bytes), pinned, "the canonical encoding changed");
+    // The pinned bytes decode as documented: the format line, three entities, and the
+    // subnormal's bits among them.
+    assert!(bytes.starts_with(b"ludus.checkpoint.v2\0"));
+    assert_eq!(bytes[20..28], 3u64.to_le_bytes());
+    assert!(bytes.windows(4).any(|x| x == 1u32.to_le_bytes()));
+    assert!(bytes.windows(4).any(|x| x == (-0.25f32).to_le_bytes()));
+    // Restored onto a fresh world, the same bytes: every link back on its target.
+    let mut fresh = range();
+    fresh.restore(&w.checkpoint().unwrap()).unwrap();
+    assert_eq!(fresh.checkpoint_bytes().unwrap(), bytes);
+    assert_eq!(
+        digest_hex(&fresh.checkpoint_digest().unwrap()),
+        digest_hex(&w.checkpoint_digest().unwrap())
+    );
+}
