@@ -30,6 +30,15 @@ pub fn restore_level<W: DurableOps>(
 where
     W::Components: RecordList,
 {
+    let plan = plan_level::<W>(level)?;
+    apply_plan(&plan, world, instance, None)
+}
+
+/// Stages a level file for `W` (checked, decoded and resolved; no world touched).
+fn plan_level<W: DurableOps>(level: &LevelFile) -> Result<Plan, RestoreError>
+where
+    W::Components: RecordList,
+{
     level.check().map_err(Fault::convert)?;
     let mut plan = Plan::new::<W>(level.entities.len());
     for e in &level.entities {
@@ -43,7 +52,24 @@ where
         decode_components::<W>(&mut plan, i, &e.components)?;
     }
     plan.resolve::<W>().map_err(|u| unresolved::<W>(&u))?;
-    apply_plan(&plan, world, instance, None)
+    Ok(plan)
+}
+
+/// [`restore_level`] failing on purpose at `fail` (after every check passed), to exercise the
+/// rollback. Test seam (`test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn restore_level_failing<W: DurableOps>(
+    level: &LevelFile,
+    instance: Option<InstanceId>,
+    world: &mut W,
+    fail: super::plan::FailPoint,
+) -> Result<Restored, RestoreError>
+where
+    W::Components: RecordList,
+{
+    let plan = plan_level::<W>(level)?;
+    apply_plan(&plan, world, instance, Some(fail))
 }
 
 /// [`restore_level`] from the bytes of a level file, every rejection located in them.

@@ -50,6 +50,9 @@ pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
 pub use error::{Fault, Located, Shape};
 pub use json_path::{JsonPath, Step};
 pub use level::{LevelEntity, LevelError, LevelErrorKind, LevelFile, LEVEL_FORMAT, LEVEL_VERSION};
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use level_restore::restore_level_failing;
 pub use level_restore::{restore_level, restore_level_from_slice};
 pub use manifest::{
     Manifest, ManifestDocument, ManifestError, ManifestErrorKind, ManifestObject, MANIFEST_FORMAT,

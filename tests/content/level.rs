@@ -9,7 +9,7 @@ use ludus::content::{
     restore_level, restore_level_from_slice, LevelErrorKind as L, LevelFile, RestoreErrorKind as K,
     Shape,
 };
-use ludus::identity::UuidError;
+use ludus::identity::{PersistentObjectKey, UuidError};
 use ludus::prelude::*;
 
 fn read(name: &str) -> (PathBuf, Vec<u8>) {
@@ -330,4 +330,45 @@ fn deep_chains_restore_in_any_order() {
     let err = restore_level_from_slice(Path::new("loop.json"), &bytes, None, &mut w).unwrap_err();
     assert!(matches!(err.kind, K::Level(L::ParentCycle)), "{err}");
     assert_eq!(w.registry.len(), 0);
+}
+
+/// The rollback after pass 1, through a level with names, a hierarchy and bindings, into a
+/// world that already holds a named hierarchy of its own: whichever point fails, every entity
+/// of the level is destroyed again, no binding, name or link of it survives, the world's own
+/// hierarchy is as it was, and the same level then restores.
+#[test]
+fn a_level_restore_failing_after_pass_one_leaves_names_links_and_bindings_as_they_were() {
+    use ludus::content::{restore_level_failing, FailPoint};
+    let n = 6;
+    let uuid = |k: usize| object(100 + k as u64).as_uuid();
+    let file = LevelFile {
+        entities: (0..n)
+            .map(|k| ludus::content::LevelEntity {
+                uuid: uuid(k),
+                name: format!("level-{k}"),
+                parent: (k > 0).then(|| uuid((k - 1) / 2)),
+                components: ludus::content::Components::new(),
+            })
+            .collect(),
+    };
+    for fail in [FailPoint::AfterCreate, FailPoint::BeforeActivate] {
+        let mut w = level(32);
+        let root = w.spawn((Hp { hp: 1 },)).unwrap();
+        let leaf = w.spawn((Hp { hp: 2 },)).unwrap();
+        w.set_name(root, "root").unwrap();
+        w.set_parent(leaf, Some(root)).unwrap();
+        let before = snapshot(&w, false);
+        let err = restore_level_failing(&file, Some(instance(3)), &mut w, fail).unwrap_err();
+        assert!(matches!(err.kind, K::World(_)), "{fail:?}: {err}");
+        assert_eq!(snapshot(&w, false), before, "{fail:?}");
+        assert_eq!(w.children(root).collect::<Vec<_>>(), [leaf], "{fail:?}");
+        assert_eq!(w.name(root).unwrap(), "root");
+        for k in 0..n {
+            let key = PersistentObjectKey::new(instance(3), object(100 + k as u64));
+            assert_eq!(w.resolve(&key), Resolution::Missing, "{fail:?}");
+        }
+        let r = restore_level(&file, Some(instance(3)), &mut w).unwrap();
+        assert_eq!(w.parent(r.entities[5]).unwrap(), Some(r.entities[2]));
+        assert_eq!(w.name(r.entities[5]).unwrap(), "level-5");
+    }
 }
