@@ -296,3 +296,80 @@ fn a_world_saves_as_a_level_file_and_restores_from_it() {
         Err(SaveError::UnsavedParent { entity: object(5) })
     );
 }
+
+/// A random forest over `n` ring entities: `links[k]` names entity `k`'s parent among
+/// `0..n` (taken modulo the entities before it in `order`, so the links are acyclic), and the
+/// links are made in `order`, which fixes each parent's child order.
+fn forest(n: usize, links: &[Option<usize>], order: &[usize]) -> Level {
+    let mut w = level(64);
+    let e = restore_world(&ring(n as u64), instance(0), &mut w)
+        .unwrap()
+        .entities;
+    let mut rank = vec![0; n];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+    for &k in order {
+        // A parent earlier in `order` than `k`: acyclic whatever the draw.
+        let earlier: Vec<usize> = (0..n).filter(|&j| rank[j] < rank[k]).collect();
+        if let (Some(pick), false) = (links[k], earlier.is_empty()) {
+            w.set_parent(e[k], Some(e[earlier[pick % earlier.len()]]))
+                .unwrap();
+        }
+    }
+    w
+}
+
+proptest::proptest! {
+    #![proptest_config(crate::support::proptest_config_unpersisted(512, 2))]
+
+    /// Random forests (any depth, any child order, references around the ring) through both
+    /// saved forms and both readers: the same names, parents, child order and references, and
+    /// a record that saves again to the same bytes.
+    #[test]
+    fn random_forests_round_trip_through_records_and_levels(
+        n in 1usize..24,
+        links in proptest::collection::vec(proptest::option::of(0usize..64), 24),
+        seed in proptest::prelude::any::<u64>(),
+    ) {
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut rng = crate::support::Rng::seeded(seed);
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let w = forest(n, &links[..n], &order);
+        let bytes = save_world_bytes(&w, instance(0), SCHEMA, document()).unwrap();
+        let level_bytes = ludus::content::save_level(&w, instance(0)).unwrap().to_bytes();
+        for form in 0..3 {
+            let mut fresh = level(64);
+            fresh.spawn((Hp { hp: 9 },)).unwrap();
+            match form {
+                0 => {
+                    let record = WorldV2::from_slice(Path::new("r"), &bytes).unwrap();
+                    restore_world(&record, instance(0), &mut fresh).unwrap();
+                }
+                1 => {
+                    restore_world_from_slice(Path::new("r"), &bytes, instance(0), &mut fresh)
+                        .unwrap();
+                }
+                _ => {
+                    ludus::content::restore_level_from_slice(
+                        Path::new("l"),
+                        &level_bytes,
+                        Some(instance(0)),
+                        &mut fresh,
+                    )
+                    .unwrap();
+                }
+            }
+            proptest::prop_assert_eq!(shape(&fresh), shape(&w), "form {}", form);
+            let target = |x: &Level, e: EntityId| x.key_of(x.get::<Enemy>(e).unwrap().target);
+            for (key, e, _) in w.durable().bindings().iter() {
+                let f = fresh.resolve(&key).entity().unwrap();
+                proptest::prop_assert_eq!(target(&w, e), target(&fresh, f));
+            }
+            let again = save_world_bytes(&fresh, instance(0), SCHEMA, document()).unwrap();
+            proptest::prop_assert_eq!(&again, &bytes, "form {}", form);
+        }
+    }
+}
