@@ -1,17 +1,22 @@
 //! Checkpoints keyed by stable ids, their canonical bytes and SHA-256 digest, restore, and
 //! deterministic replay of a transaction log.
 //!
-//! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record and every
-//! component value by roster name — never a handle, owner, slot or address: a value's
-//! references are its targets' stable ids ([`ComponentValue`]), so a restore puts every link
-//! back on its restored target and the digest covers links. Its canonical encoding (below)
-//! sorts entities by id and components by name, so the digest is independent of slot order,
-//! dense order and hash order:
+//! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record, its name,
+//! its parent and position among the parent's children, and every component value by roster
+//! name — never a handle, owner, slot or address: a parent and a value's references are stable
+//! ids ([`ComponentValue`]), so a restore puts every link back on its restored target and the
+//! digest covers links, names and the hierarchy. Its canonical encoding (below) sorts entities
+//! by id and components by name, so the digest is independent of slot order, dense order and
+//! hash order:
 //!
 //! ```text
-//! "ludus.checkpoint.v2\0"  entities: u64 LE
+//! "ludus.checkpoint.v3\0"  entities: u64 LE
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
-//!                             components: u32 LE, per component ascending by name:
+//!                             components: u32 LE,
+//!                             name length: u32 LE, name,
+//!                             parent: namespace tag: u8 (0: a root), key: [u8; 32],
+//!                             position among the parent's children: u32 LE,
+//!                             per component ascending by name:
 //!                             name length: u32 LE, name, value length: u32 LE, value bytes,
 //!                             references: u32 LE, per reference: namespace tag: u8 (0: no
 //!                             target), key: [u8; 32] (zero for no target)
@@ -30,12 +35,13 @@ use sha2::{Digest, Sha256};
 
 use crate::buckets::bucket_sort;
 use crate::durable::error::DurableError;
+use crate::durable::hierarchy::{first_cycle, Hierarchy, HierarchyError, MAX_NAME_LEN};
 use crate::durable::persistent::{
     check_persistent_world, create_bound, identified, insert_values, is_canonical,
     refs_well_formed, schema, ComponentValue, PersistentOps, Transaction, TxError,
     IDENTITY_COMPONENT,
 };
-use crate::durable::tables::{has_refs_of, rewrite_refs_of, DurableRoster};
+use crate::durable::tables::{enabled_mut, has_refs_of, rewrite_refs_of, DurableRoster};
 use crate::hint::prefetch_bytes;
 use crate::identity::{PersistentId, TERMINAL_GENERATION};
 use crate::world::raw::keys::EntityId;
@@ -45,9 +51,9 @@ use crate::world::store::roster::{ComponentList, PoolsRefList, Roster, TypeVisit
 
 /// The checkpoint format name.
 pub const CHECKPOINT_FORMAT: &str = "ludus.checkpoint";
-/// The checkpoint version: 2 (references as stable ids; version 1 held raw handles, and is
-/// refused).
-pub const CHECKPOINT_VERSION: u32 = 2;
+/// The checkpoint version: 3 (names and the hierarchy; version 2 had neither, version 1 held
+/// raw handles: both refused).
+pub const CHECKPOINT_VERSION: u32 = 3;
 /// The replay-log format name.
 pub const REPLAY_FORMAT: &str = "ludus.replay";
 
@@ -60,8 +66,22 @@ pub struct CheckpointEntity {
     /// Its identity record (`persistent_identity`): required and equal to `id` in the
     /// spawned namespace, equal to `id` whenever present.
     pub identity: Option<PersistentId>,
+    /// Its name (`""`: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Its parent, an entity of the checkpoint (`None`: a root).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<PersistentId>,
+    /// Its position among its parent's children that have a stable id (a restore links each
+    /// parent's children in ascending position; 0 for a root).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub position: u32,
     /// Its component values, by roster name (ascending in a canonical checkpoint).
     pub components: Vec<ComponentValue>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The state of every entity with a stable id (module docs).
@@ -132,6 +152,19 @@ pub enum CheckpointError {
         /// The identity referenced.
         target: PersistentId,
     },
+    /// A parent that is not an entity of the checkpoint, or parent links that form a cycle.
+    #[error("entity {index}: its parent is not in the checkpoint, or the links loop")]
+    Parent {
+        /// Position.
+        index: usize,
+    },
+    /// Writing a checkpoint: an entity's parent is a live entity without a stable id, which no
+    /// checkpoint can name (never dropped: refused).
+    #[error("{id}: its parent has no stable id")]
+    UnidentifiedParent {
+        /// The child.
+        id: PersistentId,
+    },
     /// Writing a checkpoint: an entity's component references a live entity without a
     /// stable id, which no checkpoint can name (never dropped: refused).
     #[error("{id}: component {component} references a live entity without a stable id")]
@@ -150,7 +183,7 @@ pub enum CheckpointError {
 const ENTITY_HEADER: usize = 1 + 32 + 1 + 4;
 
 /// The canonical encoding's first bytes (format and version).
-const MAGIC: &[u8; 20] = b"ludus.checkpoint.v2\0";
+const MAGIC: &[u8; 20] = b"ludus.checkpoint.v3\0";
 
 /// Bytes of an encoded reference: namespace tag (0: none), key.
 const REF: usize = 33;
@@ -185,13 +218,18 @@ impl Encoder {
         Self { out }
     }
 
-    fn entity(&mut self, id: &PersistentId, identity: bool, components: usize) {
+    fn entity(&mut self, e: &CheckpointEntity) {
+        let id = &e.id;
         self.entity_raw(
             id.namespace_tag() as u8,
             &id.key_bytes(),
-            identity,
-            components,
+            e.identity.is_some(),
+            e.components.len(),
         );
+        self.out.extend_from_slice(&len32(e.name.len()));
+        self.out.extend_from_slice(e.name.as_bytes());
+        self.out.extend_from_slice(&ref_bytes(e.parent.as_ref()));
+        self.out.extend_from_slice(&e.position.to_le_bytes());
     }
 
     fn entity_raw(&mut self, tag: u8, key: &[u8; 32], identity: bool, components: usize) {
@@ -219,19 +257,18 @@ impl Checkpoint {
     pub fn canonical_bytes(&self) -> Vec<u8> {
         // Exactly the bytes written (never a product an untrusted checkpoint could inflate).
         let total = self.entities.iter().fold(0usize, |t, e| {
-            e.components
-                .iter()
-                .fold(t.saturating_add(ENTITY_HEADER), |t, c| {
-                    t.saturating_add(12 + c.component.len() + c.bytes.0.len())
-                        .saturating_add(c.refs.len().saturating_mul(REF))
-                })
+            let head = ENTITY_HEADER + 4 + e.name.len() + REF + 4;
+            e.components.iter().fold(t.saturating_add(head), |t, c| {
+                t.saturating_add(12 + c.component.len() + c.bytes.0.len())
+                    .saturating_add(c.refs.len().saturating_mul(REF))
+            })
         });
         let mut enc = Encoder::new(0, 0);
         enc.out.reserve(total);
         enc.out[20..28].copy_from_slice(&(self.entities.len() as u64).to_le_bytes());
         let mut order: Vec<&ComponentValue> = Vec::new();
         for e in &self.entities {
-            enc.entity(&e.id, e.identity.is_some(), e.components.len());
+            enc.entity(e);
             order.clear();
             order.extend(&e.components);
             order.sort_by(|a, b| a.component.cmp(&b.component));
@@ -321,6 +358,46 @@ fn value<W: Roster>(world: &W, entity: EntityId, want: TypeId) -> Option<&[u8]> 
     };
     W::Components::dispatch(want, &mut v);
     v.out
+}
+
+/// Each slot's position among the children of its parent that have a stable id, for every
+/// such child of an entity with a stable id (0 elsewhere): one walk of each such parent's
+/// children. Children without a stable id are not counted: a restore rebuilds only the
+/// checkpoint's children, so the positions it makes are these.
+fn positions<W: PersistentOps>(world: &W) -> Vec<u32> {
+    let (registry, durable) = (world.registry(), world.durable());
+    let h = &durable.hierarchy;
+    let mut pos = vec![0u32; h.slots()];
+    for (_, e, _) in durable.stable.iter() {
+        if registry.is_alive(e) {
+            let mut i = 0;
+            for c in h.children(e.slot()) {
+                let stable = registry
+                    .live_at(c)
+                    .is_some_and(|child| durable.stable.binding_of(child).is_some());
+                if let (true, Some(p)) = (stable, pos.get_mut(c as usize)) {
+                    *p = i;
+                    i += 1;
+                }
+            }
+        }
+    }
+    pos
+}
+
+/// The parent of the live entity at `slot` as encoded (`[0; 33]` for a root), or `Err` when
+/// the parent has no stable id.
+fn parent_ref<W: PersistentOps>(world: &W, slot: u32) -> Result<[u8; REF], ()> {
+    let (registry, durable) = (world.registry(), world.durable());
+    let Some((slot, generation)) = durable.hierarchy.parent(slot) else {
+        return Ok([0; REF]);
+    };
+    let parent = EntityId::from_raw_parts(registry.owner(), slot, generation);
+    let (key, kind) = durable.stable.binding_of(parent).ok_or(())?;
+    let mut r = [0u8; REF];
+    r[0] = kind.0 as u8;
+    r[1..].copy_from_slice(&bytemuck::cast::<_, [u8; 32]>(key));
+    Ok(r)
 }
 
 /// Bytes hashed at a time by `checkpoint_digest` (a chunk stays in the L2 cache until hashed).
@@ -476,6 +553,11 @@ fn write_canonical<W: PersistentOps>(
         offsets.push(stride..stride + c.size());
         stride += c.size();
     }
+    // Then the entity's slot (its name, parent and position are read in pass 2).
+    let slot_at = stride;
+    stride += 4;
+    let positions = positions(world);
+    let hierarchy = &world.durable().hierarchy;
     let (registry, stable) = (world.registry(), &world.durable().stable);
     let mut rows: Vec<Row> = Vec::with_capacity(stable.len());
     let mut staging = vec![0u8; stable.len() * stride];
@@ -496,6 +578,7 @@ fn write_canonical<W: PersistentOps>(
             let to = &mut staged[offsets[k].clone()];
             staged[KEYED + k] = u8::from(c.stage(e, to));
         }
+        staged[slot_at..slot_at + 4].copy_from_slice(&e.slot().to_le_bytes());
         tags_fit &= kind.0 < 4;
         mixed |= *first.get_or_insert(kind.0) != kind.0;
         rows.push(Row {
@@ -550,6 +633,20 @@ fn write_canonical<W: PersistentOps>(
         head[..KEYED].copy_from_slice(&staged[..KEYED]);
         head[33] = 1;
         out.extend_from_slice(&head);
+        // Name, parent and position.
+        let slot = u32::from_le_bytes(staged[slot_at..slot_at + 4].try_into().unwrap_or_default());
+        let name = hierarchy.name(slot);
+        out.extend_from_slice(&len32(name.len()));
+        out.extend_from_slice(name.as_bytes());
+        let parent = parent_ref(world, slot).map_err(|()| CheckpointError::UnidentifiedParent {
+            id: id_of_staged(&staged[..KEYED]),
+        })?;
+        out.extend_from_slice(&parent);
+        let position = match parent[0] {
+            0 => 0,
+            _ => positions.get(slot as usize).copied().unwrap_or(0),
+        };
+        out.extend_from_slice(&position.to_le_bytes());
         let mut count = 0u32;
         for (k, (name, c, ty, has_refs)) in columns.iter().enumerate() {
             if staged.get(KEYED + k) != Some(&1) {
@@ -609,16 +706,32 @@ fn id_of_staged(keyed: &[u8]) -> PersistentId {
 /// Checkpoints, restore and replay of every durable world with stable ids.
 pub trait CheckpointOps: PersistentOps {
     /// The checkpoint of every entity with a stable id (ids ascending, components by name,
-    /// references as stable ids).
+    /// references and parents as stable ids, names).
     ///
     /// # Errors
     /// [`CheckpointError::UnidentifiedReference`] when a value references a live entity
-    /// without a stable id.
+    /// without a stable id; [`CheckpointError::UnidentifiedParent`] when an entity's parent
+    /// has none.
     fn checkpoint(&self) -> Result<Checkpoint, CheckpointError> {
         let names = by_name::<Self>();
+        let positions = positions(self);
         let mut entities = Vec::new();
         for (k, e) in stable_entities(self) {
             let Some(id) = id_of(&k) else { continue };
+            let parent = parent_ref(self, e.slot())
+                .map_err(|()| CheckpointError::UnidentifiedParent { id })?;
+            let parent = match parent[0] {
+                0 => None,
+                tag => {
+                    let mut key = [0u8; 32];
+                    key.copy_from_slice(&parent[1..]);
+                    PersistentId::from_key(u32::from(tag), key).ok()
+                }
+            };
+            let position = match parent {
+                Some(_) => positions.get(e.slot() as usize).copied().unwrap_or(0),
+                None => 0,
+            };
             let mut components = Vec::new();
             for (n, t) in &names {
                 let Some(bytes) = value(self, e, *t) else {
@@ -635,6 +748,9 @@ pub trait CheckpointOps: PersistentOps {
             entities.push(CheckpointEntity {
                 id,
                 identity: Some(id),
+                name: self.durable().hierarchy.name(e.slot()).to_owned(),
+                parent,
+                position,
                 components,
             });
         }
@@ -673,9 +789,12 @@ pub trait CheckpointOps: PersistentOps {
     }
 
     /// Replaces every entity with a stable id by the checkpoint's, all or nothing: the whole
-    /// checkpoint is validated first (format, order, identity records, components, capacity,
-    /// budgets); then the current ones are destroyed (their handles go stale) and fresh
-    /// entities are created and bound by stable id. Entities without a stable id are kept.
+    /// checkpoint is validated first (format, order, identity records, components and their
+    /// references, parents, names, capacity, budgets); then the current ones are destroyed
+    /// (their handles go stale) and fresh entities are created and bound by stable id, their
+    /// values written, named and linked under their parents in position order. Entities
+    /// without a stable id are kept (children of a destroyed entity follow the orphan
+    /// policy).
     ///
     /// # Errors
     /// [`CheckpointError`]; nothing changes.
@@ -736,12 +855,56 @@ pub trait CheckpointOps: PersistentOps {
                 }
             }
         }
+        // Parents: entities of the checkpoint (ids ascend: binary search), without a loop.
+        let n = checkpoint.entities.len();
+        let mut parents = Vec::with_capacity(n);
+        for (index, e) in checkpoint.entities.iter().enumerate() {
+            parents.push(match e.parent {
+                None => None,
+                Some(p) => Some(
+                    checkpoint
+                        .entities
+                        .binary_search_by(|x| x.id.cmp(&p))
+                        .map_err(|_| CheckpointError::Parent { index })?,
+                ),
+            });
+        }
+        if let Some(index) = first_cycle(n, |i| parents[i]) {
+            return Err(CheckpointError::Parent { index });
+        }
         let old = stable_entities(self);
+        // Names: each no longer than a name may be, and all of them in the arena once the
+        // current stable entities' names are gone.
+        let h = &self.durable().hierarchy;
+        if let Some(e) = checkpoint
+            .entities
+            .iter()
+            .find(|e| e.name.len() > MAX_NAME_LEN)
+        {
+            let len = e.name.len();
+            return Err(DurableError::from(HierarchyError::NameTooLong { len }).into());
+        }
+        let need: usize = checkpoint
+            .entities
+            .iter()
+            .map(|e| Hierarchy::<Self::Alloc>::name_cost(e.name.len()))
+            .sum();
+        let released: usize = old
+            .iter()
+            .map(|(_, e)| Hierarchy::<Self::Alloc>::name_cost(h.name(e.slot()).len()))
+            .sum();
+        if need > h.name_free() + released {
+            return Err(DurableError::from(HierarchyError::NameBudget {
+                requested: need,
+                free: h.name_free() + released,
+                budget: h.name_budget(),
+            })
+            .into());
+        }
         let freed = old
             .iter()
             .filter(|(_, e)| e.generation() != TERMINAL_GENERATION)
             .count();
-        let n = checkpoint.entities.len();
         let registry = self.registry();
         if registry.available() + freed < n {
             return Err(DurableError::from(registry.capacity_error(n)).into());
@@ -770,19 +933,42 @@ pub trait CheckpointOps: PersistentOps {
         // With references, every entity and its id first, so that each reference resolves
         // whatever its order; without, one pass.
         let mut scratch = Vec::new();
-        let mut created = Vec::with_capacity(if linked { n } else { 0 });
+        let mut created = Vec::with_capacity(n);
         for e in &checkpoint.entities {
             let entity = create_bound(self, &e.id).map_err(DurableError::from)?;
-            if linked {
-                created.push(entity);
-            } else {
+            created.push(entity);
+            if !linked {
                 insert_values(self, &schema, entity, &e.components, &mut scratch)
                     .map_err(DurableError::from)?;
             }
         }
+        if linked {
+            for (e, &entity) in checkpoint.entities.iter().zip(&created) {
+                insert_values(self, &schema, entity, &e.components, &mut scratch)
+                    .map_err(DurableError::from)?;
+            }
+        }
+        // Names, then each parent's children in ascending position (checked above: acyclic,
+        // and the entities are fresh, so no ancestor walk).
+        let mut linked_children: Vec<(usize, u32, usize)> = parents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.map(|p| (p, checkpoint.entities[i].position, i)))
+            .collect();
+        linked_children.sort_unstable();
+        let (_, durable) = enabled_mut(self)?;
         for (e, &entity) in checkpoint.entities.iter().zip(&created) {
-            insert_values(self, &schema, entity, &e.components, &mut scratch)
-                .map_err(DurableError::from)?;
+            if !e.name.is_empty() {
+                durable
+                    .hierarchy
+                    .set_name(entity.slot(), &e.name)
+                    .map_err(DurableError::from)?;
+            }
+        }
+        for (p, _, i) in linked_children {
+            durable
+                .hierarchy
+                .set_parent(created[i].slot(), Some(created[p]));
         }
         Ok(())
     }

@@ -377,6 +377,9 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
         too_many.entities.push(ludus::durable::CheckpointEntity {
             id: p.id,
             identity: Some(p.id),
+            name: String::new(),
+            parent: None,
+            position: 0,
             components: vec![],
         });
     }
@@ -491,7 +494,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "8ffdaad60f22e55344a793aa048c5595f0516fc560391f4d52c068a67c946cf1";
+const GOLDEN_DIGEST: &str = "8d3ef2f004583ee39e74b2d65af40ece715cb05a094199237ee44339315129ea";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
@@ -580,6 +583,9 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         CheckpointEntity {
             id: authored,
             identity: Some(authored),
+            name: String::new(),
+            parent: None,
+            position: 0,
             components: vec![],
         },
     );
@@ -596,6 +602,9 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         entities: vec![CheckpointEntity {
             id: authored,
             identity: Some(authored),
+            name: String::new(),
+            parent: None,
+            position: 0,
             components: vec![],
         }],
         ..w.checkpoint().unwrap()
@@ -772,13 +781,16 @@ mod checkpoint_model {
             entities.push(CheckpointEntity {
                 id,
                 identity: Some(id),
+                name: String::new(),
+                parent: None,
+                position: 0,
                 components,
             });
         }
         entities.sort_by_key(|e| e.id);
         let snapshot = Checkpoint {
             format: "ludus.checkpoint".into(),
-            version: 2,
+            version: 3,
             entities,
         };
         let mut w = sim(n + n / 4 + 8);

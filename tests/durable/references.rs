@@ -422,7 +422,7 @@ fn the_golden_checkpoint_bytes_are_pinned() {
     assert_eq!(hex(&bytes), pinned, "the canonical encoding changed");
     // The pinned bytes decode as documented: the format line, three entities, and the
     // subnormal's bits among them.
-    assert!(bytes.starts_with(b"ludus.checkpoint.v2\0"));
+    assert!(bytes.starts_with(b"ludus.checkpoint.v3\0"));
     assert_eq!(bytes[20..28], 3u64.to_le_bytes());
     assert!(bytes.windows(4).any(|x| x == 1u32.to_le_bytes()));
     assert!(bytes.windows(4).any(|x| x == (-0.25f32).to_le_bytes()));
@@ -434,4 +434,71 @@ fn the_golden_checkpoint_bytes_are_pinned() {
         digest_hex(&fresh.checkpoint_digest().unwrap()),
         digest_hex(&w.checkpoint_digest().unwrap())
     );
+}
+
+#[test]
+fn a_checkpoint_keeps_names_parents_and_child_order() {
+    let mut x = range();
+    let (_, a, b) = aimed(&mut x);
+    let (ea, eb) = (x.entity_of(&a).unwrap(), x.entity_of(&b).unwrap());
+    let mut entropy = SeqEntropy::new(31);
+    let c = PreparedSpawn::prepare::<Range, _, _>((Body { x: 3.0 },), &mut entropy).unwrap();
+    x.transact(&tx(vec![create(c.clone())])).unwrap();
+    let ec = x.entity_of(&c.id).unwrap();
+    // Under A: C, a transient entity, then B (child order not id order).
+    let transient = x.spawn((Body { x: 9.0 },)).unwrap();
+    x.set_parent(ec, Some(ea)).unwrap();
+    x.set_parent(transient, Some(ea)).unwrap();
+    x.set_parent(eb, Some(ea)).unwrap();
+    x.set_name(ea, "anchor").unwrap();
+    x.set_name(eb, "bolt").unwrap();
+    let checkpoint = x.checkpoint().unwrap();
+    let entry = |id: &PersistentId| checkpoint.entities.iter().find(|e| e.id == *id).unwrap();
+    assert_eq!(entry(&b).parent, Some(a));
+    assert_eq!((entry(&c.id).position, entry(&b).position), (0, 1));
+    assert_eq!(entry(&a).name, "anchor");
+    assert_eq!(checkpoint.canonical_bytes(), x.checkpoint_bytes().unwrap());
+    let digest = x.checkpoint_digest().unwrap();
+    // Onto a fresh world: the same names, parents and child order, the same bytes.
+    let mut y = range();
+    y.restore(&checkpoint).unwrap();
+    let (ya, yb, yc) = (
+        y.entity_of(&a).unwrap(),
+        y.entity_of(&b).unwrap(),
+        y.entity_of(&c.id).unwrap(),
+    );
+    assert_eq!(y.children(ya).collect::<Vec<_>>(), [yc, yb]);
+    assert_eq!(y.name(ya).unwrap(), "anchor");
+    assert_eq!(y.name(yb).unwrap(), "bolt");
+    assert_eq!(y.checkpoint_digest().unwrap(), digest);
+    // A name or a parent that differs gives another digest.
+    y.set_name(yb, "nut").unwrap();
+    assert_ne!(y.checkpoint_digest().unwrap(), digest);
+    y.set_name(yb, "bolt").unwrap();
+    y.set_parent(yb, None).unwrap();
+    assert_ne!(y.checkpoint_digest().unwrap(), digest);
+    // A stable entity under a transient one cannot be checkpointed: refused, not dropped.
+    x.set_parent(ec, Some(transient)).unwrap();
+    assert_eq!(
+        x.checkpoint(),
+        Err(CheckpointError::UnidentifiedParent { id: c.id })
+    );
+    // A checkpoint whose parent is not one of its entities, or whose links loop: refused.
+    let mut orphan = checkpoint.clone();
+    orphan.entities.retain(|e| e.id != a);
+    // (B's aim at A would be refused first: this checks the parent alone.)
+    for e in &mut orphan.entities {
+        e.components.retain(|v| v.component != "aim");
+    }
+    assert!(matches!(
+        y.restore(&orphan),
+        Err(CheckpointError::Parent { .. })
+    ));
+    let mut looped = checkpoint.clone();
+    let at = looped.entities.iter().position(|e| e.id == a).unwrap();
+    looped.entities[at].parent = Some(b);
+    assert!(matches!(
+        y.restore(&looped),
+        Err(CheckpointError::Parent { .. })
+    ));
 }
