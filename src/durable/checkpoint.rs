@@ -14,8 +14,8 @@
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
 //!                             components: u32 LE,
 //!                             name length: u32 LE, name,
-//!                             parent: namespace tag: u8 (0: a root), key: [u8; 32],
-//!                             position among the parent's children: u32 LE,
+//!                             parent: 0: u8 for a root, else its namespace tag: u8,
+//!                             key: [u8; 32] and the position among its children: u32 LE,
 //!                             per component ascending by name:
 //!                             name length: u32 LE, name, value length: u32 LE, value bytes,
 //!                             references: u32 LE, per reference: namespace tag: u8 (0: no
@@ -188,6 +188,17 @@ const MAGIC: &[u8; 20] = b"ludus.checkpoint.v3\0";
 /// Bytes of an encoded reference: namespace tag (0: none), key.
 const REF: usize = 33;
 
+/// Appends a parent as encoded: `0` for a root, else its namespace tag, key and the
+/// position (`parent` as [`ref_bytes`] makes it).
+fn push_parent(out: &mut Vec<u8>, parent: &[u8; REF], position: u32) {
+    if parent[0] == 0 {
+        out.push(0);
+    } else {
+        out.extend_from_slice(parent);
+        out.extend_from_slice(&position.to_le_bytes());
+    }
+}
+
 /// A reference as encoded: `[0; 33]` for none.
 fn ref_bytes(id: Option<&PersistentId>) -> [u8; REF] {
     let mut b = [0u8; REF];
@@ -228,8 +239,7 @@ impl Encoder {
         );
         self.out.extend_from_slice(&len32(e.name.len()));
         self.out.extend_from_slice(e.name.as_bytes());
-        self.out.extend_from_slice(&ref_bytes(e.parent.as_ref()));
-        self.out.extend_from_slice(&e.position.to_le_bytes());
+        push_parent(&mut self.out, &ref_bytes(e.parent.as_ref()), e.position);
     }
 
     fn entity_raw(&mut self, tag: u8, key: &[u8; 32], identity: bool, components: usize) {
@@ -258,6 +268,7 @@ impl Checkpoint {
         // Exactly the bytes written (never a product an untrusted checkpoint could inflate).
         let total = self.entities.iter().fold(0usize, |t, e| {
             let head = ENTITY_HEADER + 4 + e.name.len() + REF + 4;
+            // (At most: a root's parent is one byte.)
             e.components.iter().fold(t.saturating_add(head), |t, c| {
                 t.saturating_add(12 + c.component.len() + c.bytes.0.len())
                     .saturating_add(c.refs.len().saturating_mul(REF))
@@ -641,12 +652,8 @@ fn write_canonical<W: PersistentOps>(
         let parent = parent_ref(world, slot).map_err(|()| CheckpointError::UnidentifiedParent {
             id: id_of_staged(&staged[..KEYED]),
         })?;
-        out.extend_from_slice(&parent);
-        let position = match parent[0] {
-            0 => 0,
-            _ => positions.get(slot as usize).copied().unwrap_or(0),
-        };
-        out.extend_from_slice(&position.to_le_bytes());
+        let position = positions.get(slot as usize).copied().unwrap_or(0);
+        push_parent(out, &parent, position);
         let mut count = 0u32;
         for (k, (name, c, ty, has_refs)) in columns.iter().enumerate() {
             if staged.get(KEYED + k) != Some(&1) {

@@ -494,7 +494,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "8d3ef2f004583ee39e74b2d65af40ece715cb05a094199237ee44339315129ea";
+const GOLDEN_DIGEST: &str = "ac07a579454e5e56201b988c92ff6e41252f5b9c66b287d05246142d5c58c386";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
