@@ -701,13 +701,21 @@ fn write_canonical<W: PersistentOps>(
     Ok(())
 }
 
+/// The id in encoded reference bytes (namespace tag, key); `None` for tag 0 (no target, a
+/// root) or bytes `from_key` refuses.
+fn id_of_ref(r: &[u8]) -> Option<PersistentId> {
+    let key: [u8; 32] = r.get(1..KEYED)?.try_into().ok()?;
+    match r.first()? {
+        0 => None,
+        &tag => PersistentId::from_key(u32::from(tag), key).ok(),
+    }
+}
+
 /// The id of a staged entity (namespace tag, key). Every bound id is canonical (the identity
 /// invariant), so `from_key` accepts it; were one not, the error would name the all-ones
 /// authored id instead.
 fn id_of_staged(keyed: &[u8]) -> PersistentId {
-    let mut key = [0u8; 32];
-    key.copy_from_slice(&keyed[1..KEYED]);
-    PersistentId::from_key(u32::from(keyed[0]), key).unwrap_or(PersistentId::Authored([!0; 32]))
+    id_of_ref(keyed).unwrap_or(PersistentId::Authored([!0; 32]))
 }
 
 /// Checkpoints, restore and replay of every durable world with stable ids.
@@ -727,14 +735,7 @@ pub trait CheckpointOps: PersistentOps {
             let Some(id) = id_of(&k) else { continue };
             let parent = parent_ref(self, e.slot())
                 .map_err(|()| CheckpointError::UnidentifiedParent { id })?;
-            let parent = match parent[0] {
-                0 => None,
-                tag => {
-                    let mut key = [0u8; 32];
-                    key.copy_from_slice(&parent[1..]);
-                    PersistentId::from_key(u32::from(tag), key).ok()
-                }
-            };
+            let parent = id_of_ref(&parent);
             let position = match parent {
                 Some(_) => positions.get(e.slot() as usize).copied().unwrap_or(0),
                 None => 0,

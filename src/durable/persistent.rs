@@ -238,9 +238,6 @@ fn resolved_into<W: PersistentOps>(
 ) {
     out.clear();
     out.extend_from_slice(&value.bytes.0);
-    if value.refs.is_empty() {
-        return;
-    }
     let mut refs = value.refs.iter();
     rewrite_refs_of::<W>(ty, out, &mut |_, e| {
         *e = refs
@@ -1075,14 +1072,26 @@ fn insert_resolved<'t, W: PersistentOps>(
 ) -> Result<(), WorldError> {
     for v in values {
         let ty = *types.next().ok_or(WorldError::UnknownComponent)?;
-        if v.refs.is_empty() {
-            insert_bytes(world, e, ty, &v.bytes.0)?;
-        } else {
-            resolved_into(world, ty, v, scratch);
-            insert_bytes(world, e, ty, scratch)?;
-        }
+        insert_value(world, e, ty, v, scratch)?;
     }
     Ok(())
+}
+
+/// Inserts value `v` of roster type `ty` into `e`: its bytes as they are, or with each
+/// reference resolved (in `scratch`) when it has any.
+fn insert_value<W: PersistentOps>(
+    world: &mut W,
+    e: EntityId,
+    ty: TypeId,
+    v: &ComponentValue,
+    scratch: &mut std::vec::Vec<u8>,
+) -> Result<(), WorldError> {
+    if v.refs.is_empty() {
+        insert_bytes(world, e, ty, &v.bytes.0)
+    } else {
+        resolved_into(world, ty, v, scratch);
+        insert_bytes(world, e, ty, scratch)
+    }
 }
 
 /// The roster type of component `name`.
@@ -1104,13 +1113,7 @@ pub(crate) fn insert_values<W: PersistentOps>(
     scratch: &mut std::vec::Vec<u8>,
 ) -> Result<(), WorldError> {
     for v in values {
-        let ty = type_named(schema, &v.component)?;
-        if v.refs.is_empty() {
-            insert_bytes(world, e, ty, &v.bytes.0)?;
-        } else {
-            resolved_into(world, ty, v, scratch);
-            insert_bytes(world, e, ty, scratch)?;
-        }
+        insert_value(world, e, type_named(schema, &v.component)?, v, scratch)?;
     }
     Ok(())
 }
