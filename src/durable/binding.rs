@@ -257,7 +257,7 @@ fn fold(a: u64, b: u64) -> u64 {
 }
 
 /// Whether both halves of `key` are nonnil version-4 UUIDs.
-fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
+pub(crate) fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
     UuidPolicy::DurableV4.check(key.instance.as_uuid())?;
     UuidPolicy::DurableV4.check(key.object.as_uuid())?;
     Ok(())
@@ -843,6 +843,36 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         if let Some(g) = self.groups.get(self.home(tag)) {
             crate::hint::prefetch(g);
         }
+    }
+
+    /// Where inserting `keys`, in order, into this table once it is empty would stop: the
+    /// index of the first key whose probe would pass [`MAX_PROBE`] entries, or `None` when
+    /// all of them fit. Exactly what [`try_activate`](Self::try_activate) of those keys into
+    /// the empty table does (each takes the first vacant entry from its home group; nothing is
+    /// removed meanwhile), without touching the table: a restore that empties the table and
+    /// refills it checks first that the refill cannot fail.
+    pub(crate) fn first_overflow_when_empty(
+        &self,
+        keys: impl Iterator<Item = PersistentObjectKey>,
+    ) -> Option<usize> {
+        let mut fill = vec![0u8; self.groups.len()];
+        for (index, key) in keys.enumerate() {
+            let mut g = self.home(self.tag(&words(&key)));
+            let mut placed = false;
+            for _ in 0..MAX_PROBE / GROUP {
+                let Some(f) = fill.get_mut(g) else { break };
+                if usize::from(*f) < GROUP {
+                    *f += 1;
+                    placed = true;
+                    break;
+                }
+                g = (g + 1) & self.mask;
+            }
+            if !placed {
+                return Some(index);
+            }
+        }
+        None
     }
 
     /// Reserves a free `key` in the forward map for a duplication in progress: a placeholder

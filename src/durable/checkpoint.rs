@@ -1,21 +1,26 @@
 //! Checkpoints keyed by stable ids, their canonical bytes and SHA-256 digest, restore, and
 //! deterministic replay of a transaction log.
 //!
-//! A [`Checkpoint`] holds, per entity with a stable id, the id, its identity record, its name,
-//! its parent and position among the parent's children, and every component value by roster
-//! name — never a handle, owner, slot or address: a parent and a value's references are stable
-//! ids ([`ComponentValue`]), so a restore puts every link back on its restored target and the
-//! digest covers links, names and the hierarchy. Its canonical encoding (below) sorts entities
-//! by id and components by name, so the digest is independent of slot order, dense order and
-//! hash order:
+//! A [`Checkpoint`] holds, per entity with a stable id — spawned or authored, one identity
+//! per entity (see [`persistent`](crate::durable::PersistentOps)) — the id, its identity
+//! record, its name, its parent and position among the parent's children, its binding (key and
+//! kind), whether it is protected, and every component value by roster name — never a handle,
+//! owner, slot or address: a parent and a value's references are stable ids
+//! ([`ComponentValue`]), so a restore puts every link back on its restored target and the
+//! digest covers links, names, bindings and the hierarchy. Its canonical encoding (below)
+//! sorts entities by id and components by name, so the digest is independent of slot order,
+//! dense order and hash order:
 //!
 //! ```text
-//! "ludus.checkpoint.v3\0"  entities: u64 LE
+//! "ludus.checkpoint.v4\0"  entities: u64 LE
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
 //!                             components: u32 LE,
 //!                             name length: u32 LE, name,
 //!                             parent: 0: u8 for a root, else its namespace tag: u8,
 //!                             key: [u8; 32] and the position among its children: u32 LE,
+//!                             binding: 0: u8 for none, else 1: u8, key: [u8; 32],
+//!                             kind: u32 LE,
+//!                             protected: u8,
 //!                             per component ascending by name:
 //!                             name length: u32 LE, name, value length: u32 LE, value bytes,
 //!                             references: u32 LE, per reference: namespace tag: u8 (0: no
@@ -34,6 +39,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::buckets::bucket_sort;
+use crate::durable::binding::{
+    check_key, Activation, ActivationError, BindingKind, CandidateRejection,
+};
 use crate::durable::error::DurableError;
 use crate::durable::hierarchy::{first_cycle, Hierarchy, HierarchyError, MAX_NAME_LEN};
 use crate::durable::persistent::{
@@ -41,9 +49,10 @@ use crate::durable::persistent::{
     refs_well_formed, schema, ComponentValue, PersistentOps, Transaction, TxError,
     IDENTITY_COMPONENT,
 };
+use crate::durable::tables::Durable;
 use crate::durable::tables::{enabled_mut, has_refs_of, rewrite_refs_of, DurableRoster};
 use crate::hint::prefetch_bytes;
-use crate::identity::{PersistentId, TERMINAL_GENERATION};
+use crate::identity::{PersistentId, PersistentObjectKey, TERMINAL_GENERATION};
 use crate::world::raw::keys::EntityId;
 use crate::world::store::error::WorldError;
 use crate::world::store::pool::ComponentPool;
@@ -51,9 +60,10 @@ use crate::world::store::roster::{ComponentList, PoolsRefList, Roster, TypeVisit
 
 /// The checkpoint format name.
 pub const CHECKPOINT_FORMAT: &str = "ludus.checkpoint";
-/// The checkpoint version: 3 (names and the hierarchy; version 2 had neither, version 1 held
-/// raw handles: both refused).
-pub const CHECKPOINT_VERSION: u32 = 3;
+/// The checkpoint version: 4 (authored entities with their bindings, and protection; version 3
+/// had spawned entities only, version 2 no names or hierarchy, version 1 raw handles: all
+/// refused).
+pub const CHECKPOINT_VERSION: u32 = 4;
 /// The replay-log format name.
 pub const REPLAY_FORMAT: &str = "ludus.replay";
 
@@ -76,12 +86,33 @@ pub struct CheckpointEntity {
     /// parent's children in ascending position; 0 for a root).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub position: u32,
+    /// Its binding: required for an authored id, whose key is the id's 32 bytes; a spawned
+    /// entity may be bound too (its key then also resolves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binding: Option<EntityBinding>,
+    /// Whether it is protected (only a root can be).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub protected: bool,
     /// Its component values, by roster name (ascending in a canonical checkpoint).
     pub components: Vec<ComponentValue>,
 }
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// An entity's binding in a checkpoint: its key and kind ([`BindingKind`]'s number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntityBinding {
+    /// The binding key.
+    pub key: PersistentObjectKey,
+    /// The binding kind.
+    pub kind: u32,
 }
 
 /// The state of every entity with a stable id (module docs).
@@ -152,6 +183,14 @@ pub enum CheckpointError {
         /// The identity referenced.
         target: PersistentId,
     },
+    /// An authored entity whose binding is missing or whose key is not its id's bytes, a
+    /// binding key that is not two nonnil version-4 UUIDs or that two entities share, or a
+    /// protected entity that is not a root.
+    #[error("entity {index}: its binding or protection cannot be restored")]
+    Binding {
+        /// Position.
+        index: usize,
+    },
     /// A parent that is not an entity of the checkpoint, or parent links that form a cycle.
     #[error("entity {index}: its parent is not in the checkpoint, or the links loop")]
     Parent {
@@ -183,10 +222,13 @@ pub enum CheckpointError {
 const ENTITY_HEADER: usize = 1 + 32 + 1 + 4;
 
 /// The canonical encoding's first bytes (format and version).
-const MAGIC: &[u8; 20] = b"ludus.checkpoint.v3\0";
+const MAGIC: &[u8; 20] = b"ludus.checkpoint.v4\0";
 
 /// Bytes of an encoded reference: namespace tag (0: none), key.
 const REF: usize = 33;
+
+/// Bytes of an encoded binding and protection, at most: flag, key, kind, protected.
+const BINDING: usize = 1 + 32 + 4 + 1;
 
 /// Appends a parent as encoded: `0` for a root, else its namespace tag, key and the
 /// position (`parent` as [`ref_bytes`] makes it).
@@ -197,6 +239,39 @@ fn push_parent(out: &mut Vec<u8>, parent: &[u8; REF], position: u32) {
         out.extend_from_slice(parent);
         out.extend_from_slice(&position.to_le_bytes());
     }
+}
+
+/// Appends a binding as encoded (`0` for none, else `1`, key, kind) and the protection byte.
+fn push_binding(
+    out: &mut Vec<u8>,
+    binding: Option<(PersistentObjectKey, BindingKind)>,
+    protected: bool,
+) {
+    match binding {
+        None => out.push(0),
+        Some((key, kind)) => {
+            out.push(1);
+            out.extend_from_slice(bytemuck::bytes_of(&key));
+            out.extend_from_slice(&kind.0.to_le_bytes());
+        }
+    }
+    out.push(u8::from(protected));
+}
+
+/// A binding and protection as [`push_binding`] encodes them, at a fixed size: flag, key and
+/// kind (zero when unbound), protected.
+fn staged_binding(
+    binding: Option<(PersistentObjectKey, BindingKind)>,
+    protected: bool,
+) -> [u8; BINDING] {
+    let mut b = [0u8; BINDING];
+    if let Some((key, kind)) = binding {
+        b[0] = 1;
+        b[1..33].copy_from_slice(bytemuck::bytes_of(&key));
+        b[33..37].copy_from_slice(&kind.0.to_le_bytes());
+    }
+    b[BINDING - 1] = u8::from(protected);
+    b
 }
 
 /// A reference as encoded: `[0; 33]` for none.
@@ -240,6 +315,11 @@ impl Encoder {
         self.out.extend_from_slice(&len32(e.name.len()));
         self.out.extend_from_slice(e.name.as_bytes());
         push_parent(&mut self.out, &ref_bytes(e.parent.as_ref()), e.position);
+        push_binding(
+            &mut self.out,
+            e.binding.map(|b| (b.key, BindingKind(b.kind))),
+            e.protected,
+        );
     }
 
     fn entity_raw(&mut self, tag: u8, key: &[u8; 32], identity: bool, components: usize) {
@@ -267,7 +347,7 @@ impl Checkpoint {
     pub fn canonical_bytes(&self) -> Vec<u8> {
         // Exactly the bytes written (never a product an untrusted checkpoint could inflate).
         let total = self.entities.iter().fold(0usize, |t, e| {
-            let head = ENTITY_HEADER + 4 + e.name.len() + REF + 4;
+            let head = ENTITY_HEADER + 4 + e.name.len() + REF + 4 + BINDING;
             // (At most: a root's parent is one byte.)
             e.components.iter().fold(t.saturating_add(head), |t, c| {
                 t.saturating_add(12 + c.component.len() + c.bytes.0.len())
@@ -325,19 +405,53 @@ impl<'w, W: Roster> TypeVisitor for ValueOf<'w, W> {
 /// big-endian halves)` orders exactly as [`PersistentId`]'s `Ord` (namespace, then bytes).
 type Keyed = ((u8, u128, u128), EntityId);
 
-/// Every entity with a stable id, ascending by id.
-fn stable_entities<W: PersistentOps>(world: &W) -> Vec<Keyed> {
-    let registry = world.registry();
-    let mut v: Vec<Keyed> = world
-        .durable()
+/// The stable id of live `e` as encoded (namespace tag, key): its spawned id, else its binding
+/// key as an authored id; `None` when it has neither.
+#[inline]
+fn identity_ref<A: Allocator + Clone>(durable: &Durable<A>, e: EntityId) -> Option<[u8; REF]> {
+    let (key, tag) = match durable.stable.binding_of(e) {
+        Some((key, kind)) => (key, kind.0 as u8),
+        None => (durable.bindings.binding_of(e)?.0, AUTHORED),
+    };
+    let mut r = [0u8; REF];
+    r[0] = tag;
+    r[1..].copy_from_slice(bytemuck::bytes_of(&key));
+    Some(r)
+}
+
+/// The authored namespace's tag.
+const AUTHORED: u8 = 1;
+
+/// Every live entity with a stable id, in slot order per table: `(namespace tag, key,
+/// entity)`, the stable-id index's first, then the bound entities without a spawned id.
+fn identities<W: PersistentOps>(world: &W) -> impl Iterator<Item = (u8, [u8; 32], EntityId)> + '_ {
+    let (registry, durable) = (world.registry(), world.durable());
+    let spawned = durable
         .stable
         .iter()
-        .filter(|(_, e, _)| registry.is_alive(*e))
-        .map(|(key, e, kind)| {
-            let b: [u8; 32] = bytemuck::cast(key);
+        .filter(move |(_, e, _)| registry.is_alive(*e))
+        .map(|(key, e, kind)| (kind.0 as u8, bytemuck::cast(key), e));
+    let authored = durable
+        .bindings
+        .iter()
+        .filter(move |(_, e, _)| registry.is_alive(*e) && durable.stable.binding_of(*e).is_none())
+        .map(|(key, e, _)| (AUTHORED, bytemuck::cast(key), e));
+    spawned.chain(authored)
+}
+
+/// How many entities [`identities`] yields at most.
+fn identities_bound<W: PersistentOps>(world: &W) -> usize {
+    let durable = world.durable();
+    durable.stable.len() + durable.bindings.len()
+}
+
+/// Every entity with a stable id, ascending by id.
+fn stable_entities<W: PersistentOps>(world: &W) -> Vec<Keyed> {
+    let mut v: Vec<Keyed> = identities(world)
+        .map(|(tag, b, e)| {
             let hi = u128::from_be_bytes(b[..16].try_into().unwrap_or_default());
             let lo = u128::from_be_bytes(b[16..].try_into().unwrap_or_default());
-            ((kind.0 as u8, hi, lo), e)
+            ((tag, hi, lo), e)
         })
         .collect();
     v.sort_unstable_by_key(|k| k.0);
@@ -379,17 +493,15 @@ fn positions<W: PersistentOps>(world: &W) -> Vec<u32> {
     let (registry, durable) = (world.registry(), world.durable());
     let h = &durable.hierarchy;
     let mut pos = vec![0u32; h.slots()];
-    for (_, e, _) in durable.stable.iter() {
-        if registry.is_alive(e) {
-            let mut i = 0;
-            for c in h.children(e.slot()) {
-                let stable = registry
-                    .live_at(c)
-                    .is_some_and(|child| durable.stable.binding_of(child).is_some());
-                if let (true, Some(p)) = (stable, pos.get_mut(c as usize)) {
-                    *p = i;
-                    i += 1;
-                }
+    for (_, _, e) in identities(world) {
+        let mut i = 0;
+        for c in h.children(e.slot()) {
+            let stable = registry
+                .live_at(c)
+                .is_some_and(|child| identity_ref(durable, child).is_some());
+            if let (true, Some(p)) = (stable, pos.get_mut(c as usize)) {
+                *p = i;
+                i += 1;
             }
         }
     }
@@ -404,11 +516,7 @@ fn parent_ref<W: PersistentOps>(world: &W, slot: u32) -> Result<[u8; REF], ()> {
         return Ok([0; REF]);
     };
     let parent = EntityId::from_raw_parts(registry.owner(), slot, generation);
-    let (key, kind) = durable.stable.binding_of(parent).ok_or(())?;
-    let mut r = [0u8; REF];
-    r[0] = kind.0 as u8;
-    r[1..].copy_from_slice(&bytemuck::cast::<_, [u8; 32]>(key));
-    Ok(r)
+    identity_ref(durable, parent).ok_or(())
 }
 
 /// Bytes hashed at a time by `checkpoint_digest` (a chunk stays in the L2 cache until hashed).
@@ -555,7 +663,7 @@ fn write_canonical<W: PersistentOps>(
     W::Components::each(&mut columns);
     let mut columns = columns.out;
     columns.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let record = ENTITY_HEADER + columns.iter().map(|c| c.1.encoded() + 4).sum::<usize>();
+    let record = ENTITY_HEADER + BINDING + columns.iter().map(|c| c.1.encoded() + 4).sum::<usize>();
     // Staged entity: namespace tag, key, a presence byte per column, then each column's
     // value at its offset.
     let mut offsets = Vec::with_capacity(columns.len());
@@ -564,31 +672,37 @@ fn write_canonical<W: PersistentOps>(
         offsets.push(stride..stride + c.size());
         stride += c.size();
     }
-    // Then the entity's slot (its name, parent and position are read in pass 2).
+    // Then the entity's binding and protection as encoded (fixed size: see `staged_binding`)
+    // and its slot (its name, parent and position are read in pass 2).
+    let binding_at = stride;
+    stride += BINDING;
     let slot_at = stride;
     stride += 4;
     let positions = positions(world);
-    let hierarchy = &world.durable().hierarchy;
-    let (registry, stable) = (world.registry(), &world.durable().stable);
-    let mut rows: Vec<Row> = Vec::with_capacity(stable.len());
-    let mut staging = vec![0u8; stable.len() * stride];
+    let durable = world.durable();
+    let hierarchy = &durable.hierarchy;
+    let registry = world.registry();
+    let most = identities_bound(world);
+    let mut rows: Vec<Row> = Vec::with_capacity(most);
+    let mut staging = vec![0u8; most * stride];
     // Every tag below 4 (what `from_key` accepts: 1 and 2), and whether they differ.
     let (mut tags_fit, mut first, mut mixed) = (true, None, false);
-    for (key, e, kind) in stable.iter() {
-        if !registry.is_alive(e) {
-            continue;
-        }
+    for (tag, key, e) in identities(world) {
         let at = rows.len() * stride;
         let Some(staged) = staging.get_mut(at..at + stride) else {
-            break; // Unreachable: `stable.len()` bindings at most.
+            break; // Unreachable: `identities_bound` entities at most.
         };
-        let key: [u8; 32] = bytemuck::cast(key);
-        staged[0] = kind.0 as u8;
+        let kind = BindingKind(u32::from(tag));
+        staged[0] = tag;
         staged[1..KEYED].copy_from_slice(&key);
         for (k, (_, c, ..)) in columns.iter().enumerate() {
             let to = &mut staged[offsets[k].clone()];
             staged[KEYED + k] = u8::from(c.stage(e, to));
         }
+        staged[binding_at..binding_at + BINDING].copy_from_slice(&staged_binding(
+            durable.bindings.binding_of(e),
+            hierarchy.is_protected(e.slot()),
+        ));
         staged[slot_at..slot_at + 4].copy_from_slice(&e.slot().to_le_bytes());
         tags_fit &= kind.0 < 4;
         mixed |= *first.get_or_insert(kind.0) != kind.0;
@@ -654,6 +768,12 @@ fn write_canonical<W: PersistentOps>(
         })?;
         let position = positions.get(slot as usize).copied().unwrap_or(0);
         push_parent(out, &parent, position);
+        let binding = &staged[binding_at..binding_at + BINDING];
+        match binding[0] {
+            0 => out.push(0),
+            _ => out.extend_from_slice(&binding[..BINDING - 1]),
+        }
+        out.push(binding[BINDING - 1]);
         let mut count = 0u32;
         for (k, (name, c, ty, has_refs)) in columns.iter().enumerate() {
             if staged.get(KEYED + k) != Some(&1) {
@@ -672,11 +792,8 @@ fn write_canonical<W: PersistentOps>(
             rewrite_refs_of::<W>(*ty, &mut out[at..], &mut |_, e| {
                 let mut r = [0u8; REF];
                 if registry.is_alive(*e) {
-                    match stable.binding_of(*e) {
-                        Some((key, kind)) => {
-                            r[0] = kind.0 as u8;
-                            r[1..].copy_from_slice(&bytemuck::cast::<_, [u8; 32]>(key));
-                        }
+                    match identity_ref(durable, *e) {
+                        Some(id) => r = id,
                         None => unidentified = true,
                     }
                 }
@@ -753,12 +870,18 @@ pub trait CheckpointOps: PersistentOps {
                 })?;
                 components.push(v);
             }
+            let durable = self.durable();
             entities.push(CheckpointEntity {
                 id,
                 identity: Some(id),
-                name: self.durable().hierarchy.name(e.slot()).to_owned(),
+                name: durable.hierarchy.name(e.slot()).to_owned(),
                 parent,
                 position,
+                binding: durable
+                    .bindings
+                    .binding_of(e)
+                    .map(|(key, kind)| EntityBinding { key, kind: kind.0 }),
+                protected: durable.hierarchy.is_protected(e.slot()),
                 components,
             });
         }
@@ -880,7 +1003,57 @@ pub trait CheckpointOps: PersistentOps {
         if let Some(index) = first_cycle(n, |i| parents[i]) {
             return Err(CheckpointError::Parent { index });
         }
+        // Bindings and protection: an authored id is bound under its own bytes, every key is
+        // bindable and bound once, only a root is protected.
+        let mut binding_keys = std::collections::HashSet::new();
+        for (index, e) in checkpoint.entities.iter().enumerate() {
+            let own = match (&e.id, &e.binding) {
+                (PersistentId::Authored(id), Some(b)) => bytemuck::bytes_of(&b.key) == id,
+                (PersistentId::Authored(_), None) => false,
+                (PersistentId::Spawned(_), _) => true,
+            };
+            let key_ok = e
+                .binding
+                .is_none_or(|b| check_key(&b.key).is_ok() && binding_keys.insert(b.key));
+            if !own || !key_ok || (e.protected && e.parent.is_some()) {
+                return Err(CheckpointError::Binding { index });
+            }
+        }
         let old = stable_entities(self);
+        // Every entry of the world's two tables is a live entity's (the destroy hook removes
+        // it), and every such entity has a stable id, so once `old` is destroyed both tables
+        // are empty: the refill below cannot fail if it fits an empty table.
+        let keyed = |bound: bool| -> Vec<(usize, PersistentObjectKey)> {
+            let entities = checkpoint.entities.iter().enumerate();
+            match bound {
+                true => entities
+                    .filter_map(|(i, e)| e.binding.map(|b| (i, b.key)))
+                    .collect(),
+                false => entities
+                    .filter(|(_, e)| e.id.is_spawned())
+                    .map(|(i, e)| (i, bytemuck::cast(e.id.key_bytes())))
+                    .collect(),
+            }
+        };
+        let (bound, spawned) = (keyed(true), keyed(false));
+        let durable = self.durable();
+        for (table, keys) in [(&durable.bindings, &bound), (&durable.stable, &spawned)] {
+            if keys.len() > table.capacity() {
+                return Err(DurableError::from(ActivationError::CapacityExhausted {
+                    requested: keys.len(),
+                    available: table.capacity(),
+                    capacity: table.capacity(),
+                })
+                .into());
+            }
+            if let Some(k) = table.first_overflow_when_empty(keys.iter().map(|(_, key)| *key)) {
+                return Err(DurableError::from(ActivationError::Candidate {
+                    index: keys[k].0,
+                    reason: CandidateRejection::ProbeLimit,
+                })
+                .into());
+            }
+        }
         // Names: each no longer than a name may be, and all of them in the arena once the
         // current stable entities' names are gone.
         let h = &self.durable().hierarchy;
@@ -930,26 +1103,59 @@ pub trait CheckpointOps: PersistentOps {
         registry
             .check_revisions(revisions)
             .map_err(DurableError::from)?;
-        if old.iter().any(|(_, e)| self.is_protected(*e)) {
+        // A protected entity is replaced only by the checkpoint's entity of the same id,
+        // protected too: a restore never takes a protected identity away.
+        let kept_protected = |k: &(u8, u128, u128)| {
+            id_of(k).is_some_and(|id| {
+                checkpoint
+                    .entities
+                    .binary_search_by(|x| x.id.cmp(&id))
+                    .is_ok_and(|i| checkpoint.entities[i].protected)
+            })
+        };
+        if old
+            .iter()
+            .any(|(k, e)| self.is_protected(*e) && !kept_protected(k))
+        {
             return Err(DurableError::from(WorldError::Protected).into());
         }
         // Apply: nothing below can fail, but for a roster that hands out other parts than
         // it was checked with.
         for (_, e) in &old {
+            if self.is_protected(*e) {
+                let (_, durable) = enabled_mut(self)?;
+                durable
+                    .hierarchy
+                    .set_protected(e.slot(), false)
+                    .map_err(DurableError::from)?;
+            }
             self.destroy(*e).map_err(DurableError::from)?;
         }
         // With references, every entity and its id first, so that each reference resolves
         // whatever its order; without, one pass.
         let mut scratch = Vec::new();
         let mut created = Vec::with_capacity(n);
+        let mut activations = Vec::with_capacity(bound.len());
         for e in &checkpoint.entities {
-            let entity = create_bound(self, &e.id).map_err(DurableError::from)?;
+            let entity = match e.id {
+                PersistentId::Spawned(_) => create_bound(self, &e.id),
+                PersistentId::Authored(_) => self.create(),
+            }
+            .map_err(DurableError::from)?;
             created.push(entity);
+            if let Some(b) = e.binding {
+                activations.push(Activation {
+                    entity,
+                    key: b.key,
+                    kind: BindingKind(b.kind),
+                });
+            }
             if !linked {
                 insert_values(self, &schema, entity, &e.components, &mut scratch)
                     .map_err(DurableError::from)?;
             }
         }
+        self.activate(&activations)?;
         if linked {
             for (e, &entity) in checkpoint.entities.iter().zip(&created) {
                 insert_values(self, &schema, entity, &e.components, &mut scratch)
@@ -977,6 +1183,14 @@ pub trait CheckpointOps: PersistentOps {
             durable
                 .hierarchy
                 .set_parent(created[i].slot(), Some(created[p]));
+        }
+        for (e, &entity) in checkpoint.entities.iter().zip(&created) {
+            if e.protected {
+                durable
+                    .hierarchy
+                    .set_protected(entity.slot(), true)
+                    .map_err(DurableError::from)?;
+            }
         }
         Ok(())
     }

@@ -1,15 +1,31 @@
 //! Persistent spawn, atomic transactions and the identity invariant.
 //!
-//! An entity of a durable world may carry a stable [`PersistentId`] (`spawned:<uuid>` or
-//! `authored:<digest>`), held in the world's stable-id index beside the binding table. The id
-//! *is* the entity's identity component: it is published only by an accepted transaction or a
-//! restore, removed only with the whole entity, and no other path can set, change or remove it —
-//! so the identity invariant (every spawned-namespace entity carries a canonical id and a matching
-//! identity; any identity equals its entity's stable id; a surviving entity's identity never
-//! changes) holds by construction: transactions and restores accept canonical ids only, and
-//! never two ids with the same key bytes. [`PersistentOps::check_identity_invariant`] checks the
-//! whole world again on demand. Records that carry an explicit identity component
-//! (checkpoints) are validated against it at the boundary.
+//! **One identity per durable entity.** Every entity a durable world can name across a
+//! boundary has exactly one [`PersistentId`], whatever made it:
+//!
+//! - a runtime spawn (a [`PreparedSpawn`] applied by a transaction) has `spawned:<uuid>`, held
+//!   in the world's stable-id index;
+//! - an authored entity — one bound to a [`PersistentObjectKey`] (a level or record restore,
+//!   an `activate`, a duplicate's copy) — has `authored:<instance ‖ object>`: its binding key's
+//!   32 bytes *are* its id, so the binding table is its index and nothing is stored twice.
+//!
+//! [`stable_id`](PersistentOps::stable_id) returns the first of the two an entity has (a
+//! spawned entity that was also bound keeps its spawned id; its key still resolves it), and
+//! [`entity_of`](PersistentOps::entity_of) finds either. Transactions, references, checkpoints
+//! and digests all address entities by this id, so a level entity is updated, deleted,
+//! referenced and checkpointed exactly as a spawned one. The two namespaces never share key
+//! bytes: a spawned key ends in 16 zero bytes, a binding key's object half is nonnil.
+//!
+//! A spawned id *is* the entity's identity component: it is published only by an accepted
+//! transaction or a restore, removed only with the whole entity, and no other path can set,
+//! change or remove it — so the identity invariant (every spawned-namespace entity carries a
+//! canonical id and a matching identity; any identity equals its entity's stable id; a
+//! surviving entity's identity never changes) holds by construction: transactions and restores
+//! accept canonical ids only, and never two ids with the same key bytes. An authored id lives
+//! exactly as long as its binding, which the world removes only with the entity.
+//! [`PersistentOps::check_identity_invariant`] checks the whole world again on demand. Records
+//! that carry an explicit identity component (checkpoints) are validated against it at the
+//! boundary.
 //!
 //! A [`PreparedSpawn`] is minted once at trusted ingress and carries copies of its component
 //! values; retries and replays submit the recorded command and never mint again. A
@@ -660,17 +676,34 @@ enum Sim {
 
 /// Persistent spawn, transactions and the stable-id index of every durable world.
 pub trait PersistentOps: DurableOps {
-    /// The stable id of `entity`, if it has one.
+    /// The stable id of `entity`, if it has one: its spawned id, else its binding key as an
+    /// authored id (module docs).
     fn stable_id(&self, entity: EntityId) -> Option<PersistentId> {
-        let (key, kind) = self.durable().stable.binding_of(entity)?;
-        PersistentId::from_key(kind.0, bytemuck::cast(key)).ok()
+        let durable = self.durable();
+        match durable.stable.binding_of(entity) {
+            Some((key, kind)) => PersistentId::from_key(kind.0, bytemuck::cast(key)).ok(),
+            None => {
+                let (key, _) = durable.bindings.binding_of(entity)?;
+                Some(PersistentId::Authored(bytemuck::cast(key)))
+            }
+        }
     }
 
-    /// The live entity with stable id `id`.
+    /// The live entity with stable id `id`: a spawned id in the stable-id index, an authored
+    /// id as a binding key.
     fn entity_of(&self, id: &PersistentId) -> Option<EntityId> {
-        let (key, kind) = stable_key(id);
-        let (e, found) = self.durable().stable.lookup(self.registry(), &key)?;
-        (found == kind).then_some(e)
+        let durable = self.durable();
+        match id {
+            PersistentId::Spawned(_) => {
+                let (key, kind) = stable_key(id);
+                let (e, found) = durable.stable.lookup(self.registry(), &key)?;
+                (found == kind).then_some(e)
+            }
+            PersistentId::Authored(bytes) => durable
+                .bindings
+                .lookup(self.registry(), &bytemuck::cast(*bytes))
+                .map(|(e, _)| e),
+        }
     }
 
     /// Validates `tx` as a whole against the world, then applies it all or nothing: creates
@@ -853,14 +886,27 @@ pub trait PersistentOps: DurableOps {
             if !registry.is_alive(e) {
                 return Err(InvariantViolation::Stale { slot });
             }
+            // The stable-id index holds spawned ids only (authored ids are binding keys).
             let id = PersistentId::from_key(kind.0, bytemuck::cast(key))
-                .map_err(|_| InvariantViolation::NotCanonical { slot })?;
+                .ok()
+                .filter(PersistentId::is_spawned)
+                .ok_or(InvariantViolation::NotCanonical { slot })?;
             if self.entity_of(&id) != Some(e) {
                 return Err(InvariantViolation::Stale { slot });
             }
         }
         if !durable.stable.check_consistent() {
             return Err(InvariantViolation::Stale { slot: u32::MAX });
+        }
+        // Authored ids: every binding resolves back to its entity (a spawned entity that is
+        // also bound keeps its spawned id).
+        for (key, e, _) in durable.bindings.iter() {
+            if !registry.is_alive(e) {
+                return Err(InvariantViolation::Stale { slot: e.slot() });
+            }
+            if self.entity_of(&PersistentId::Authored(bytemuck::cast(key))) != Some(e) {
+                return Err(InvariantViolation::Stale { slot: e.slot() });
+            }
         }
         Ok(())
     }

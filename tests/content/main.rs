@@ -10,6 +10,7 @@ mod common;
 mod duplicate;
 mod fuzz;
 mod hierarchy;
+mod identity;
 mod level;
 mod manifest;
 mod records;

@@ -17,7 +17,7 @@ use ludus::identity::test_entropy::{FailingEntropy, FixedEntropy, SeqEntropy};
 use ludus::identity::{PersistentId, PersistentIdError};
 use ludus::prelude::*;
 
-use crate::sim::{durable_sim, hp_value, Hp, Pos, Sim};
+use crate::sim::{as_binding_key, durable_sim, hp_value, Hp, Pos, Sim};
 
 fn sim(capacity: usize) -> Sim {
     durable_sim(capacity, 256)
@@ -380,6 +380,8 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
             name: String::new(),
             parent: None,
             position: 0,
+            binding: None,
+            protected: false,
             components: vec![],
         });
     }
@@ -494,7 +496,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "ac07a579454e5e56201b988c92ff6e41252f5b9c66b287d05246142d5c58c386";
+const GOLDEN_DIGEST: &str = "d7eae3d061798e862f62cc7acbf90a98db4c3b2fe18c88bcef5d4981475be8e6";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
@@ -586,6 +588,8 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
             name: String::new(),
             parent: None,
             position: 0,
+            binding: None,
+            protected: false,
             components: vec![],
         },
     );
@@ -597,28 +601,26 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         (w.checkpoint_digest().unwrap(), w.registry.len()),
         (before, live)
     );
-    // ... and a spawn whose key bytes a live authored id holds is refused too.
-    let only_authored = Checkpoint {
-        entities: vec![CheckpointEntity {
-            id: authored,
-            identity: Some(authored),
-            name: String::new(),
-            parent: None,
-            position: 0,
-            components: vec![],
-        }],
+    // ... and on its own too: an authored id is a binding key, whose object half is never
+    // nil (so no authored id can hold a spawned id's key bytes), bound under its own bytes.
+    let mut only_authored = Checkpoint {
+        entities: vec![cp.entities[0].clone()],
         ..w.checkpoint().unwrap()
     };
-    w.restore(&only_authored).unwrap();
+    assert!(matches!(
+        w.restore(&only_authored),
+        Err(CheckpointError::Binding { index: 0 })
+    ));
+    let key = bytemuck::cast(clash);
+    only_authored.entities[0].binding = Some(ludus::durable::EntityBinding { key, kind: 0 });
+    assert!(matches!(
+        w.restore(&only_authored),
+        Err(CheckpointError::Binding { index: 0 })
+    ));
     assert_eq!(
-        w.transact(&tx(vec![create(&a)])),
-        Err(TxError::Command {
-            index: 0,
-            reason: TxRejection::LiveId(a.id)
-        })
+        (w.checkpoint_digest().unwrap(), w.registry.len()),
+        (before, live)
     );
-    w.restore(&cp_without(&cp, 0)).unwrap();
-    let before = w.checkpoint_digest().unwrap();
     // A non-canonical id built without parsing.
     let nil = PreparedSpawn {
         id: PersistentId::Spawned(uuid::Uuid::nil()),
@@ -641,6 +643,9 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
     // Deleting a protected entity is refused whole (the create before it is not applied).
     let e = w.entity_of(&a.id).unwrap();
     w.set_protected(e, true).unwrap();
+    // (Protection is durable state: the digest covers it.)
+    let protected = w.checkpoint_digest().unwrap();
+    assert_ne!(protected, before);
     let b = spawn(2, Pos { x: 1.0, y: 1.0 }, 6);
     assert_eq!(
         w.transact(&tx(vec![create(&b), TxCommand::Delete { id: a.id }])),
@@ -650,7 +655,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
         })
     );
     assert!(w.entity_of(&b.id).is_none());
-    assert_eq!(w.checkpoint_digest().unwrap(), before);
+    assert_eq!(w.checkpoint_digest().unwrap(), protected);
     w.set_protected(e, false).unwrap();
     // A world without stable ids refuses before creating anything.
     let mut plain = Sim::try_new_durable(
@@ -686,12 +691,6 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
     w.check_identity_invariant().unwrap();
 }
 
-fn cp_without(cp: &Checkpoint, index: usize) -> Checkpoint {
-    let mut c = cp.clone();
-    c.entities.remove(index);
-    c
-}
-
 /// Proptest settings of this file's model tests: `cases` cases, no failure files.
 fn cases(cases: u32) -> proptest::prelude::ProptestConfig {
     proptest::prelude::ProptestConfig {
@@ -720,8 +719,8 @@ mod checkpoint_model {
             key[..8].copy_from_slice(&lead);
         }
         if authored {
-            key[31] |= 1; // never the nil digest
-            PersistentId::from_key(1, key).unwrap()
+            // A binding key (both halves version-4 UUIDs), so never nil.
+            PersistentId::from_key(1, bytemuck::cast(as_binding_key(key))).unwrap()
         } else {
             key[6] = key[6] & 0x0f | 0x40;
             key[8] = key[8] & 0x3f | 0x80;
@@ -778,19 +777,28 @@ mod checkpoint_model {
                 };
                 components.push(value("pos", bytemuck::bytes_of(&pos)));
             }
+            let binding = match id {
+                PersistentId::Authored(b) => Some(ludus::durable::EntityBinding {
+                    key: bytemuck::cast(b),
+                    kind: 0,
+                }),
+                PersistentId::Spawned(_) => None,
+            };
             entities.push(CheckpointEntity {
                 id,
                 identity: Some(id),
                 name: String::new(),
                 parent: None,
                 position: 0,
+                binding,
+                protected: false,
                 components,
             });
         }
         entities.sort_by_key(|e| e.id);
         let snapshot = Checkpoint {
             format: "ludus.checkpoint".into(),
-            version: 3,
+            version: 4,
             entities,
         };
         let mut w = sim(n + n / 4 + 8);

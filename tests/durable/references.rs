@@ -5,8 +5,9 @@
 
 use bytemuck::{Pod, Zeroable};
 use ludus::durable::{
-    digest_hex, CheckpointError, ComponentValue, EntityRefs, HexBytes, PrepareError, PreparedSpawn,
-    ReplayEntry, ReplayLog, Transaction, TxCommand, TxError, TxRejection, REPLAY_FORMAT,
+    digest_hex, BindingKind, CheckpointError, ComponentValue, EntityRefs, HexBytes, PrepareError,
+    PreparedSpawn, ReplayEntry, ReplayLog, Transaction, TxCommand, TxError, TxRejection,
+    REPLAY_FORMAT,
 };
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::PersistentId;
@@ -363,8 +364,10 @@ fn malformed_references_are_refused() {
     assert_eq!(digest_hex(&before).len(), 64);
 }
 
-/// The golden checkpoint: three entities with floats (a negative, a subnormal) and references
-/// (one to another entity, one to itself, one to nothing). Its canonical bytes are pinned in
+/// The golden checkpoint: three spawned entities with floats (a negative, a subnormal) and
+/// references (one to another entity, one to itself, one to nothing), and an authored one
+/// (bound under a key of kind 7, named, protected) that two of them are children of. Its
+/// canonical bytes are pinned in
 /// `tests/fixtures/durable/checkpoint-golden.hex`: little-endian values, ids and references in
 /// their documented encoding, the same on every platform ludus builds for.
 fn golden_world() -> Range {
@@ -384,10 +387,31 @@ fn golden_world() -> Range {
         &mut entropy,
     )
     .unwrap();
-    w.transact(&tx(vec![create(b), create(c.clone())])).unwrap();
+    w.transact(&tx(vec![create(b.clone()), create(c.clone())]))
+        .unwrap();
     let ec = w.entity_of(&c.id).unwrap();
     w.aim.get_mut(ec).unwrap().target = ec;
+    let root = w.spawn((Body { x: 2.0 },)).unwrap();
+    w.activate(&[Activation {
+        entity: root,
+        key: golden_key(),
+        kind: BindingKind(7),
+    }])
+    .unwrap();
+    w.set_name(root, "root").unwrap();
+    w.set_protected(root, true).unwrap();
+    let eb = w.entity_of(&b.id).unwrap();
+    w.set_parent(ec, Some(root)).unwrap();
+    w.set_parent(eb, Some(root)).unwrap();
     w
+}
+
+/// The authored entity's binding key in the golden checkpoint.
+fn golden_key() -> ludus::identity::PersistentObjectKey {
+    ludus::identity::PersistentObjectKey::new(
+        "67e55044-10b1-426f-9247-bb680e5fe0c8".parse().unwrap(),
+        "0f8fad5b-d9cb-469f-a165-70867728950e".parse().unwrap(),
+    )
 }
 
 const GOLDEN_CHECKPOINT: &str = concat!(
@@ -422,8 +446,8 @@ fn the_golden_checkpoint_bytes_are_pinned() {
     assert_eq!(hex(&bytes), pinned, "the canonical encoding changed");
     // The pinned bytes decode as documented: the format line, three entities, and the
     // subnormal's bits among them.
-    assert!(bytes.starts_with(b"ludus.checkpoint.v3\0"));
-    assert_eq!(bytes[20..28], 3u64.to_le_bytes());
+    assert!(bytes.starts_with(b"ludus.checkpoint.v4\0"));
+    assert_eq!(bytes[20..28], 4u64.to_le_bytes());
     assert!(bytes.windows(4).any(|x| x == 1u32.to_le_bytes()));
     assert!(bytes.windows(4).any(|x| x == (-0.25f32).to_le_bytes()));
     // Restored onto a fresh world, the same bytes: every link back on its target.
@@ -434,6 +458,27 @@ fn the_golden_checkpoint_bytes_are_pinned() {
         digest_hex(&fresh.checkpoint_digest().unwrap()),
         digest_hex(&w.checkpoint_digest().unwrap())
     );
+    // The authored entity came back bound (its id is its key), named, protected, with its
+    // children in order.
+    let root = fresh
+        .resolve_required(
+            &golden_key(),
+            Some(BindingKind(7)),
+            &ludus::durable::NoCatalog,
+        )
+        .unwrap();
+    let id = PersistentId::Authored(bytemuck::cast(golden_key()));
+    assert_eq!(fresh.stable_id(root), Some(id));
+    assert_eq!(fresh.entity_of(&id), Some(root));
+    assert_eq!(
+        (fresh.name(root), fresh.is_protected(root)),
+        (Ok("root"), true)
+    );
+    let kids: Vec<f32> = fresh
+        .children(root)
+        .map(|k| fresh.body.get(k).unwrap().x)
+        .collect();
+    assert_eq!(kids, [f32::from_bits(1), -0.25]);
 }
 
 #[test]

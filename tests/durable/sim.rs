@@ -50,3 +50,31 @@ pub fn hp_value(v: u32) -> ComponentValue {
         refs: Vec::new(),
     }
 }
+
+/// Makes 32 bytes a binding key (both halves nonnil version-4 RFC UUIDs) by setting their
+/// version and variant bits.
+pub fn as_binding_key(mut bytes: [u8; 32]) -> ludus::identity::PersistentObjectKey {
+    for half in [0, 16] {
+        bytes[half + 6] = bytes[half + 6] & 0x0f | 0x40;
+        bytes[half + 8] = bytes[half + 8] & 0x3f | 0x80;
+    }
+    bytemuck::cast(bytes)
+}
+
+/// An authored entity of a checkpoint, bound under `key` (kind 0): its id is the key's bytes.
+pub fn authored_entity(
+    key: ludus::identity::PersistentObjectKey,
+    components: Vec<ComponentValue>,
+) -> ludus::durable::CheckpointEntity {
+    let id = ludus::identity::PersistentId::Authored(bytemuck::cast(key));
+    ludus::durable::CheckpointEntity {
+        id,
+        identity: Some(id),
+        name: String::new(),
+        parent: None,
+        position: 0,
+        binding: Some(ludus::durable::EntityBinding { key, kind: 0 }),
+        protected: false,
+        components,
+    }
+}

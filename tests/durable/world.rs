@@ -725,6 +725,47 @@ fn a_crafted_collision_set_is_refused_at_the_probe_limit_not_quadratic() {
     }
 }
 
+/// A checkpoint restore empties the binding table and refills it: a crafted key set that
+/// would overflow a probe is found before anything changes, at the key that would.
+#[test]
+fn a_checkpoint_restore_refuses_a_crafted_collision_set_before_it_changes_anything() {
+    use ludus::durable::{Checkpoint, CheckpointError, CheckpointOps, CHECKPOINT_FORMAT};
+    let n = ludus::durable::MAX_PROBE + 8;
+    let (mut keys, w2) = crafted(n);
+    keys.sort_by_key(|k| bytemuck::cast::<_, [u8; 32]>(*k));
+    let cp = Checkpoint {
+        format: CHECKPOINT_FORMAT.into(),
+        version: ludus::durable::CHECKPOINT_VERSION,
+        entities: keys
+            .iter()
+            .map(|k| crate::sim::authored_entity(*k, vec![]))
+            .collect(),
+    };
+    let mut w = level(n + 4);
+    // (Setting the secret drops every binding: set it first.)
+    w.test_hook_set_binding_secret([w2, 0, 0, 0]);
+    let own = w.spawn((Pos(1.0),)).unwrap();
+    w.activate(&[Activation::new(own, key(1, 1))]).unwrap();
+    let before = w.checkpoint_digest().unwrap();
+    assert_eq!(
+        w.restore(&cp),
+        Err(CheckpointError::World(DurableError::Activation(
+            ActivationError::Candidate {
+                index: ludus::durable::MAX_PROBE,
+                reason: CandidateRejection::ProbeLimit
+            }
+        )))
+    );
+    assert_eq!(w.checkpoint_digest().unwrap(), before);
+    assert_eq!(w.resolve(&key(1, 1)), Resolution::Resolved(own));
+    // Under the limit, the same keys restore.
+    let mut under = cp.clone();
+    under.entities.truncate(ludus::durable::MAX_PROBE);
+    w.restore(&under).unwrap();
+    assert_eq!(w.durable().bindings().len(), ludus::durable::MAX_PROBE);
+    assert!(w.durable().bindings().check_consistent());
+}
+
 #[test]
 fn nothing_allocates_after_init() {
     use ludus::memory::AllocationDomain;
