@@ -12,7 +12,11 @@
 //! dense order and hash order:
 //!
 //! ```text
-//! "ludus.checkpoint.v4\0"  entities: u64 LE
+//! "ludus.checkpoint.v4\0"
+//! schema:                     components: u32 LE, per component ascending by name:
+//!                             name length: u32 LE, name, size: u32 LE, align: u32 LE,
+//!                             entity fields: u32 LE, per field its offset: u32 LE
+//! entities: u64 LE
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
 //!                             components: u32 LE,
 //!                             name length: u32 LE, name,
@@ -123,8 +127,83 @@ pub struct Checkpoint {
     pub format: String,
     /// [`CHECKPOINT_VERSION`].
     pub version: u32,
+    /// The shape of every component of the roster that wrote it, ascending by name
+    /// ([`ComponentShape::roster`]): a restore refuses a checkpoint of another shape.
+    pub schema: Vec<ComponentShape>,
     /// Entities in ascending id order.
     pub entities: Vec<CheckpointEntity>,
+}
+
+/// The shape of one roster component, as a checkpoint records it: its roster name, the size
+/// and alignment of its `Pod` type, and the byte offset of each entity-typed field (in the
+/// order its [`EntityRefs`](crate::durable::EntityRefs) impl visits them). Two rosters whose
+/// components have the same shapes read each other's values the same way; any other
+/// difference refuses the restore ([`CheckpointError::Schema`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentShape {
+    /// The roster name.
+    pub name: String,
+    /// `size_of` the component type.
+    pub size: u32,
+    /// `align_of` the component type.
+    pub align: u32,
+    /// The offset of each entity-typed field (`u32::MAX`: a visited entity that is no field
+    /// of the value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entity_fields: Vec<u32>,
+}
+
+impl ComponentShape {
+    /// The shapes of `W`'s components, ascending by name.
+    pub fn roster<W: DurableRoster>() -> Vec<ComponentShape> {
+        struct Shapes(Vec<(TypeId, u32, u32)>);
+        impl TypeVisitor for Shapes {
+            fn visit<T: Pod>(&mut self) {
+                self.0.push((
+                    TypeId::of::<T>(),
+                    core::mem::size_of::<T>() as u32,
+                    core::mem::align_of::<T>() as u32,
+                ));
+            }
+        }
+        let mut shapes = Shapes(Vec::new());
+        W::Components::each(&mut shapes);
+        let mut out: Vec<ComponentShape> = W::NAMES
+            .iter()
+            .zip(shapes.0)
+            .map(|(name, (ty, size, align))| ComponentShape {
+                name: (*name).to_owned(),
+                size,
+                align,
+                entity_fields: entity_fields::<W>(ty, size as usize),
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+}
+
+/// The offset of each entity field of `W`'s component type `ty` (`size` bytes): a zeroed value
+/// whose visited fields are set to distinct markers, each marker then found in its bytes.
+fn entity_fields<W: DurableRoster>(ty: TypeId, size: usize) -> Vec<u32> {
+    let marker =
+        |k: usize| EntityId::from_raw_parts(0xa5a5_5a5a_c3c3_3c3c, k as u32 + 1, 0x5a5a_a5a5);
+    let mut value = vec![0u8; size];
+    let mut visited = 0;
+    rewrite_refs_of::<W>(ty, &mut value, &mut |_, e| {
+        *e = marker(visited);
+        visited += 1;
+    });
+    (0..visited)
+        .map(|k| {
+            let m = bytemuck::bytes_of(&marker(k)).to_vec();
+            value
+                .windows(m.len())
+                .position(|w| w == m.as_slice())
+                .map_or(u32::MAX, |at| at as u32)
+        })
+        .collect()
 }
 
 /// Why a checkpoint (or replay log) was refused; the world is unchanged.
@@ -213,6 +292,13 @@ pub enum CheckpointError {
         /// The component.
         component: String,
     },
+    /// The checkpoint was written by a roster of another shape: `component` is the first name
+    /// (ascending) whose shape differs or that only one of the two has.
+    #[error("the checkpoint's component {component} has another shape than this world's")]
+    Schema {
+        /// The component.
+        component: String,
+    },
     /// The world refused (phase, capacity, budgets, disabled).
     #[error(transparent)]
     World(#[from] DurableError),
@@ -239,6 +325,23 @@ fn push_parent(out: &mut Vec<u8>, parent: &[u8; REF], position: u32) {
         out.extend_from_slice(parent);
         out.extend_from_slice(&position.to_le_bytes());
     }
+}
+
+/// Appends the encoding's head: the format line, the schema and the entity count.
+fn push_head(out: &mut Vec<u8>, schema: &[ComponentShape], entities: usize) {
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&len32(schema.len()));
+    for c in schema {
+        out.extend_from_slice(&len32(c.name.len()));
+        out.extend_from_slice(c.name.as_bytes());
+        out.extend_from_slice(&c.size.to_le_bytes());
+        out.extend_from_slice(&c.align.to_le_bytes());
+        out.extend_from_slice(&len32(c.entity_fields.len()));
+        c.entity_fields
+            .iter()
+            .for_each(|f| out.extend_from_slice(&f.to_le_bytes()));
+    }
+    out.extend_from_slice(&(entities as u64).to_le_bytes());
 }
 
 /// Appends a binding as encoded (`0` for none, else `1`, key, kind) and the protection byte.
@@ -297,10 +400,10 @@ struct Encoder {
 
 impl Encoder {
     /// An encoder for `entities` entities of at most `per_entity` bytes each.
-    fn new(entities: usize, per_entity: usize) -> Self {
-        let mut out = Vec::with_capacity(28 + entities * per_entity);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(entities as u64).to_le_bytes());
+    /// The encoding's head: the format line, the schema and the entity count.
+    fn new(schema: &[ComponentShape], entities: usize, reserve: usize) -> Self {
+        let mut out = Vec::with_capacity(reserve);
+        push_head(&mut out, schema, entities);
         Self { out }
     }
 
@@ -354,9 +457,15 @@ impl Checkpoint {
                     .saturating_add(c.refs.len().saturating_mul(REF))
             })
         });
-        let mut enc = Encoder::new(0, 0);
-        enc.out.reserve(total);
-        enc.out[20..28].copy_from_slice(&(self.entities.len() as u64).to_le_bytes());
+        let head = self.schema.iter().fold(32usize, |t, c| {
+            t.saturating_add(16 + c.name.len())
+                .saturating_add(c.entity_fields.len().saturating_mul(4))
+        });
+        let mut enc = Encoder::new(
+            &self.schema,
+            self.entities.len(),
+            total.saturating_add(head),
+        );
         let mut order: Vec<&ComponentValue> = Vec::new();
         for e in &self.entities {
             enc.entity(e);
@@ -744,8 +853,7 @@ fn write_canonical<W: PersistentOps>(
             chunk + record
         },
     );
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(rows.len() as u64).to_le_bytes());
+    push_head(out, &ComponentShape::roster::<W>(), rows.len());
     // The references of the value being written, as encoded.
     let mut refs: Vec<[u8; REF]> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -888,6 +996,7 @@ pub trait CheckpointOps: PersistentOps {
         Ok(Checkpoint {
             format: CHECKPOINT_FORMAT.to_owned(),
             version: CHECKPOINT_VERSION,
+            schema: ComponentShape::roster::<Self>(),
             entities,
         })
     }
@@ -937,6 +1046,24 @@ pub trait CheckpointOps: PersistentOps {
             });
         }
         check_persistent_world(self)?;
+        let own = ComponentShape::roster::<Self>();
+        if checkpoint.schema != own {
+            let differs = own
+                .iter()
+                .zip(&checkpoint.schema)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| a.name.clone().min(b.name.clone()));
+            let extra = || {
+                let (long, short) = match own.len() > checkpoint.schema.len() {
+                    true => (&own, &checkpoint.schema),
+                    false => (&checkpoint.schema, &own),
+                };
+                long[short.len()].name.clone()
+            };
+            return Err(CheckpointError::Schema {
+                component: differs.unwrap_or_else(extra),
+            });
+        }
         let schema = schema::<Self>();
         let mut keys = std::collections::HashSet::with_capacity(checkpoint.entities.len());
         // Whether any value references an entity.

@@ -53,8 +53,9 @@ pub use binding::{
     MAX_BINDINGS, MAX_PROBE,
 };
 pub use checkpoint::{
-    digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, EntityBinding,
-    ReplayEntry, ReplayError, ReplayLog, CHECKPOINT_FORMAT, CHECKPOINT_VERSION, REPLAY_FORMAT,
+    digest_hex, Checkpoint, CheckpointEntity, CheckpointError, CheckpointOps, ComponentShape,
+    EntityBinding, ReplayEntry, ReplayError, ReplayLog, CHECKPOINT_FORMAT, CHECKPOINT_VERSION,
+    REPLAY_FORMAT,
 };
 pub use durable_ops::DurableOps;
 pub use error::DurableError;

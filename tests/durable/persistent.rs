@@ -496,7 +496,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "d7eae3d061798e862f62cc7acbf90a98db4c3b2fe18c88bcef5d4981475be8e6";
+const GOLDEN_DIGEST: &str = "d0edab77c2625355d5cfc919e85510a8ab7d8d044b6e1baecada8791d27bebe4";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
@@ -799,6 +799,7 @@ mod checkpoint_model {
         let snapshot = Checkpoint {
             format: "ludus.checkpoint".into(),
             version: 4,
+            schema: ludus::durable::ComponentShape::roster::<Sim>(),
             entities,
         };
         let mut w = sim(n + n / 4 + 8);

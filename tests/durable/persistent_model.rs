@@ -855,6 +855,7 @@ fn an_authored_entity_without_identity_restores_and_then_round_trips() {
     let cp = Checkpoint {
         format: "ludus.checkpoint".into(),
         version: 4,
+        schema: ludus::durable::ComponentShape::roster::<Sim>(),
         entities: vec![e],
     };
     let mut w = sim(4);
@@ -888,6 +889,7 @@ fn an_authored_id_never_holds_a_spawned_ids_key_bytes() {
     let mut cp = Checkpoint {
         format: "ludus.checkpoint".into(),
         version: 4,
+        schema: ludus::durable::ComponentShape::roster::<Sim>(),
         entities: vec![e.clone()],
     };
     assert!(matches!(

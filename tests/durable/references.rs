@@ -447,7 +447,22 @@ fn the_golden_checkpoint_bytes_are_pinned() {
     // The pinned bytes decode as documented: the format line, three entities, and the
     // subnormal's bits among them.
     assert!(bytes.starts_with(b"ludus.checkpoint.v4\0"));
-    assert_eq!(bytes[20..28], 4u64.to_le_bytes());
+    // The schema: two components by name — "aim" (24 bytes, align 8, its entity field at
+    // offset 0) and "body" (4 bytes, align 4) — then four entities.
+    let mut schema = 2u32.to_le_bytes().to_vec();
+    for (name, size, align, fields) in [("aim", 24u32, 8u32, &[0u32][..]), ("body", 4, 4, &[])] {
+        schema.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        schema.extend_from_slice(name.as_bytes());
+        schema.extend_from_slice(&size.to_le_bytes());
+        schema.extend_from_slice(&align.to_le_bytes());
+        schema.extend_from_slice(&(fields.len() as u32).to_le_bytes());
+        fields
+            .iter()
+            .for_each(|f| schema.extend_from_slice(&f.to_le_bytes()));
+    }
+    assert_eq!(bytes[20..20 + schema.len()], schema[..]);
+    let at = 20 + schema.len();
+    assert_eq!(bytes[at..at + 8], 4u64.to_le_bytes());
     assert!(bytes.windows(4).any(|x| x == 1u32.to_le_bytes()));
     assert!(bytes.windows(4).any(|x| x == (-0.25f32).to_le_bytes()));
     // Restored onto a fresh world, the same bytes: every link back on its target.
@@ -546,4 +561,95 @@ fn a_checkpoint_keeps_names_parents_and_child_order() {
         y.restore(&looped),
         Err(CheckpointError::Parent { .. })
     ));
+}
+
+/// An aim whose entity field sits after its speed: the same names and sizes as `Range`'s,
+/// another shape.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct AimLate {
+    /// How fast the aim turns.
+    pub speed: f32,
+    /// Padding.
+    pub _pad: u32,
+    /// The target.
+    pub target: EntityId,
+}
+
+impl EntityRefs for AimLate {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(&mut self.target);
+    }
+}
+
+ludus::world! {
+    /// `Range` with the aim's fields in another order.
+    pub struct Shuffled {
+        /// Bodies.
+        pub body: Body,
+        /// Aims.
+        pub aim: AimLate,
+    }
+    durable { entity_refs { AimLate } }
+}
+
+/// The same shapes as `Range` under other type names.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Mass {
+    /// Kilograms.
+    pub kg: f32,
+}
+
+ludus::world! {
+    /// `Range`'s shape with another body type.
+    pub struct Alike {
+        /// Masses.
+        pub body: Mass,
+        /// Aims.
+        pub aim: Aim,
+    }
+    durable { entity_refs { Aim } }
+}
+
+#[test]
+fn a_checkpoint_of_another_shape_is_refused() {
+    let w = golden_world();
+    let cp = w.checkpoint().unwrap();
+    assert_eq!(cp.schema, ludus::durable::ComponentShape::roster::<Range>());
+    // Same names and sizes, the entity field elsewhere: its values would be misread.
+    let mut shuffled = Shuffled::try_new_durable(16, DurableConfig::default()).unwrap();
+    shuffled.begin_structural();
+    assert_eq!(
+        shuffled.restore(&cp),
+        Err(CheckpointError::Schema {
+            component: "aim".into()
+        })
+    );
+    assert_eq!(shuffled.registry.len(), 0);
+    // A schema edited to match is caught by the values' references all the same.
+    let mut forged = cp.clone();
+    forged.schema = ludus::durable::ComponentShape::roster::<Shuffled>();
+    assert!(shuffled.restore(&forged).is_err());
+    // A missing component, or one more.
+    let mut fewer = cp.clone();
+    fewer.schema.retain(|c| c.name != "body");
+    let mut fresh = range();
+    assert_eq!(
+        fresh.restore(&fewer),
+        Err(CheckpointError::Schema {
+            component: "body".into()
+        })
+    );
+    // The same shapes under other type names restore: shapes, not names of types, decide.
+    let mut alike = Alike::try_new_durable(16, DurableConfig::default()).unwrap();
+    alike.begin_structural();
+    alike.restore(&cp).unwrap();
+    assert_eq!(alike.registry.len(), 4);
+    assert_eq!(alike.checkpoint_bytes().unwrap(), cp.canonical_bytes());
+    // The schema is in the digest: rosters of two shapes never share one, empty or not.
+    assert_ne!(
+        shuffled.checkpoint_digest().unwrap(),
+        range().checkpoint_digest().unwrap()
+    );
 }

@@ -736,6 +736,7 @@ fn a_checkpoint_restore_refuses_a_crafted_collision_set_before_it_changes_anythi
     let cp = Checkpoint {
         format: CHECKPOINT_FORMAT.into(),
         version: ludus::durable::CHECKPOINT_VERSION,
+        schema: ludus::durable::ComponentShape::roster::<Level>(),
         entities: keys
             .iter()
             .map(|k| crate::sim::authored_entity(*k, vec![]))
