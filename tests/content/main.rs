@@ -8,6 +8,7 @@ mod support;
 
 mod common;
 mod duplicate;
+mod forms;
 mod fuzz;
 mod hierarchy;
 mod identity;
