@@ -11,7 +11,7 @@ use super::error::Text;
 use super::json_path::{index, key, JsonPath, Step};
 use super::manifest::Manifest;
 use super::path::DocPath;
-use super::record::{EntityV2, WorldV1, WorldV2};
+use super::record::{property_mut, EntityV2, WorldV1, WorldV2};
 use super::schema::Schema;
 use crate::identity::{format_uuid, SourceObjectId, UUID_TEXT_LEN};
 
@@ -257,7 +257,7 @@ pub(crate) fn apply_owned(
             };
             let out = props;
             for property in refs {
-                let Some(value) = out.get_mut(property) else {
+                let Some(value) = property_mut(out, property) else {
                     continue;
                 };
                 let at = || key(&key(&comps_at(), name), property);

@@ -303,10 +303,18 @@ fn decode_entity(value: Value, at: &[Step]) -> R<LevelEntity> {
     let value = obj.take("components").map_err(Fault::convert)?;
     let map = Object::new(value, &c_at).map_err(Fault::convert)?;
     let mut components = Components::new();
-    for (name, value) in map.into_members() {
-        let p_at = key(&c_at, &name);
-        let props = Object::new(value, &p_at).map_err(Fault::convert)?;
-        components.insert(name, props.into_members().into_iter().collect());
+    for (name, form) in map.into_members() {
+        // A struct's form is an object of properties; a newtype's, a tuple struct's or a
+        // unit struct's is any other value (the component's type decides at restore).
+        let form = match form {
+            Value::Object(_) => {
+                let p_at = key(&c_at, &name);
+                let props = Object::new(form, &p_at).map_err(Fault::convert)?;
+                Value::Object(props.into_members().into_iter().collect())
+            }
+            other => other,
+        };
+        components.insert(name, form);
     }
     Ok(LevelEntity {
         uuid,

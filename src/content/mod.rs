@@ -65,8 +65,8 @@ pub use path::{DocPath, PathError, DOC_PATH_MAX};
 pub use plan::FailPoint;
 pub use publish::PublishError;
 pub use record::{
-    is_component_name, is_schema_name, Components, EntityV1, EntityV2, Properties, RecordError,
-    RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
+    is_component_name, is_schema_name, property, property_mut, Components, EntityV1, EntityV2,
+    RecordError, RecordErrorKind, WorldRecord, WorldV1, WorldV2, SCHEMA_NAME_MAX,
 };
 pub use record_copy::{
     duplicate_entities, duplicate_placements, DuplicateError, Duplicated, Placement,

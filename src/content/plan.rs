@@ -154,32 +154,41 @@ impl Plan {
         self.entities.len()
     }
 
-    /// Decodes `props` as the value of roster component `component` of plan entity `entity`.
+    /// Decodes `form` (a component's serde form: an object of properties, or any other form
+    /// a newtype, tuple or unit struct has) as the value of roster component `component` of
+    /// plan entity `entity`.
     ///
     /// # Errors
     /// serde's message: a property the type does not have, a missing or mistyped one, an
     /// invalid entity reference.
-    pub(crate) fn decode<'a, W: Roster, I>(
+    pub(crate) fn decode<W: Roster>(
         &mut self,
         entity: usize,
         component: usize,
-        props: I,
+        form: &Value,
     ) -> Result<(), String>
     where
         W::Components: RecordList,
-        I: Iterator<Item = (&'a str, &'a Value)> + Clone,
     {
-        struct Decode<'c, I> {
-            props: Option<I>,
+        struct Decode<'c, 'v> {
+            form: Option<&'v Value>,
             column: &'c mut Column,
             result: Result<(), String>,
         }
-        impl<'a, I: Iterator<Item = (&'a str, &'a Value)> + Clone> RecordVisitor for Decode<'_, I> {
+        impl RecordVisitor for Decode<'_, '_> {
             fn visit<T: RecordComponent>(&mut self, _: usize) {
-                let Some(props) = self.props.take() else {
+                let Some(form) = self.form.take() else {
                     return;
                 };
-                self.result = match T::deserialize(Props(props)) {
+                // An object is read through `Props` (a struct refuses undeclared properties
+                // whatever its own serde attributes say); any other form as it is.
+                let value = match form {
+                    Value::Object(props) => {
+                        T::deserialize(Props(props.iter().map(|(k, v)| (k.as_str(), v))))
+                    }
+                    other => T::deserialize(other),
+                };
+                self.result = match value {
                     Ok(v) => {
                         self.column.bytes.extend_from_slice(bytemuck::bytes_of(&v));
                         Ok(())
@@ -191,7 +200,7 @@ impl Plan {
         let column = &mut self.columns[component];
         let before = column.bytes.len();
         let mut d = Decode {
-            props: Some(props),
+            form: Some(form),
             column,
             result: Ok(()),
         };

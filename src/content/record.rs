@@ -56,11 +56,31 @@ use super::json_path::{index, key, Step};
 /// The longest schema name, in bytes.
 pub const SCHEMA_NAME_MAX: usize = 128;
 
-/// One component's properties: name → JSON value, sorted by name.
-pub type Properties = BTreeMap<String, Value>;
+/// An entity's components: component name → the component's serde form, sorted by name. A
+/// struct's form is an object of properties; a newtype's is its field's form, a tuple
+/// struct's an array, a unit struct's `null` (see [`property`] for how a schema names their
+/// fields).
+pub type Components = BTreeMap<String, Value>;
 
-/// An entity's components: component name → properties, sorted by name.
-pub type Components = BTreeMap<String, Properties>;
+/// The field `name` of a component's serde form `form`: an object's property, an array's
+/// element at decimal index `name` (a tuple struct's field `.0`, `.1`, …), or, for any other
+/// form (a newtype's), the form itself as field `"0"`.
+pub fn property<'v>(form: &'v Value, name: &str) -> Option<&'v Value> {
+    match form {
+        Value::Object(props) => props.get(name),
+        Value::Array(items) => name.parse::<usize>().ok().and_then(|i| items.get(i)),
+        other => (name == "0").then_some(other),
+    }
+}
+
+/// [`property`], mutably.
+pub fn property_mut<'v>(form: &'v mut Value, name: &str) -> Option<&'v mut Value> {
+    match form {
+        Value::Object(props) => props.get_mut(name),
+        Value::Array(items) => name.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+        other => (name == "0").then_some(other),
+    }
+}
 
 /// Whether `name` is a valid schema name: 1–[`SCHEMA_NAME_MAX`] ASCII letters, digits,
 /// `_ - . :`.
@@ -498,13 +518,7 @@ fn canonical_components(components: &Components, maps_sorted: bool) -> Cow<'_, C
     Cow::Owned(
         components
             .iter()
-            .map(|(c, props)| {
-                let props = props
-                    .iter()
-                    .map(|(k, v)| (k.clone(), json::sorted(v)))
-                    .collect();
-                (c.clone(), props)
-            })
+            .map(|(c, form)| (c.clone(), json::sorted(form)))
             .collect(),
     )
 }
@@ -703,22 +717,9 @@ fn decode_components(obj: &mut Object<'_>) -> R<Components> {
         }
     };
     let mut components = Components::new();
-    for (name, value) in map {
-        let Value::Object(props) = value else {
-            let at = key(obj.path(), "components");
-            return Err(Fault::new(
-                Shape::WrongType {
-                    expected: "an object",
-                },
-                &key(&at, &name),
-            ));
-        };
+    for (name, form) in map {
         // Inserted one by one: `BTreeMap`'s `collect` would stage them in a Vec and sort it.
-        let mut properties = Properties::new();
-        for (k, v) in props {
-            properties.insert(k, v);
-        }
-        components.insert(name, properties);
+        components.insert(name, form);
     }
     Ok(components)
 }

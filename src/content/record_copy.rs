@@ -25,7 +25,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::error::{Fault, Text};
-use super::record::{EntityV2, RecordErrorKind, WorldV2};
+use super::record::{property_mut, EntityV2, RecordErrorKind, WorldV2};
 use super::schema::Schema;
 use crate::identity::{
     is_legacy_id, mint_unique, AssetId, EntropySource, InstanceId, MintError, SourceObjectId,
@@ -163,7 +163,7 @@ pub fn duplicate_entities<S: EntropySource + ?Sized>(
                 continue;
             };
             for property in refs {
-                if let Some(Value::String(text)) = props.get_mut(property) {
+                if let Some(Value::String(text)) = property_mut(props, property) {
                     let target = text.parse::<SourceObjectId>().ok();
                     if let Some(new) = target.and_then(|t| map.get(&t.as_uuid())) {
                         *text = new.to_string();
@@ -190,7 +190,7 @@ fn check_references(e: &EntityV2, schema: &Schema) -> Result<(), DuplicateError>
             });
         };
         for property in refs {
-            if let Some(v) = props.get(property) {
+            if let Some(v) = super::record::property(props, property) {
                 if !v.is_string() {
                     return Err(DuplicateError::NotAReference {
                         entity: e.uuid,

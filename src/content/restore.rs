@@ -58,7 +58,7 @@ pub(crate) fn decode_components<W: DurableOps>(
 where
     W::Components: RecordList,
 {
-    for (name, props) in components {
+    for (name, form) in components {
         let at = key(&key(&entity_path(i), "components"), name);
         let Some(k) = component_index::<W>(name) else {
             return Err(Fault::new(
@@ -66,16 +66,15 @@ where
                 &at,
             ));
         };
-        plan.decode::<W, _>(i, k, props.iter().map(|(k, v)| (k.as_str(), v)))
-            .map_err(|message| {
-                Fault::new(
-                    RestoreErrorKind::Component {
-                        component: name.clone(),
-                        message,
-                    },
-                    &at,
-                )
-            })?;
+        plan.decode::<W>(i, k, form).map_err(|message| {
+            Fault::new(
+                RestoreErrorKind::Component {
+                    component: name.clone(),
+                    message,
+                },
+                &at,
+            )
+        })?;
     }
     Ok(())
 }

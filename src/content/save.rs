@@ -66,8 +66,8 @@ pub enum SaveError {
     /// disagree).
     #[error("the saved record does not read back: {}", Line(.0))]
     Reread(String),
-    /// A component's serde form is not an object of properties, or has no JSON form (a
-    /// non-finite float, an enum variant with data).
+    /// A component's serde form has no JSON form (a non-finite float, a map with keys that
+    /// are not strings).
     #[error("entity {entity}, component {component:?}: {}", Line(message))]
     Component {
         /// The entity.
@@ -683,22 +683,12 @@ impl RecordVisitor for SaveComponents<'_> {
             out.push(b',');
         }
         self.keys[index].write(out);
-        let at = out.len();
         if let Err(e) = self.ctx.value(&copy) {
             self.ctx.out().truncate(mark);
             self.result = Err(SaveError::Component {
                 entity: object_id(self.uuid),
                 component: component.to_owned(),
                 message: e.0.into(),
-            });
-            return;
-        }
-        if self.ctx.out().get(at) != Some(&b'{') {
-            self.ctx.out().truncate(mark);
-            self.result = Err(SaveError::Component {
-                entity: object_id(self.uuid),
-                component: component.to_owned(),
-                message: "its serde form is not an object".into(),
             });
             return;
         }

@@ -138,11 +138,7 @@ fn every_refusal_produces_nothing() {
         duplicate_entities(&record, &partial, &[object(0)], &mut SeqEntropy::new(1)).unwrap_err();
     assert!(matches!(err, DuplicateError::UnknownComponent { .. }));
     let mut number = record.clone();
-    number.entities[0]
-        .components
-        .get_mut("enemy")
-        .unwrap()
-        .insert("target".into(), serde_json::json!(3));
+    number.entities[0].components.get_mut("enemy").unwrap()["target"] = serde_json::json!(3);
     let err =
         duplicate_entities(&number, &schema, &[object(0)], &mut SeqEntropy::new(1)).unwrap_err();
     assert!(matches!(err, DuplicateError::NotAReference { .. }));

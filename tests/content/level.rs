@@ -224,11 +224,7 @@ fn binding_needs_version_four_uuids_and_refusals_change_nothing() {
     }
     v4.entities[0].parent = Some(object(1).as_uuid());
     v4.entities[2].parent = Some(object(1).as_uuid());
-    v4.entities[0]
-        .components
-        .get_mut("enemy")
-        .unwrap()
-        .insert("target".into(), serde_json::json!(uuid_text(2)));
+    v4.entities[0].components.get_mut("enemy").unwrap()["target"] = serde_json::json!(uuid_text(2));
     let r = restore_level(&v4, Some(instance(0)), &mut w).unwrap();
     assert_eq!(w.key_of(r.entities[2]).unwrap().object, object(2));
     // A second restore under the same instance: a duplicate identity, nothing changes.

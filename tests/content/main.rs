@@ -17,3 +17,4 @@ mod manifest;
 mod records;
 mod restore;
 mod save;
+mod shapes;

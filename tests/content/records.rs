@@ -62,14 +62,6 @@ const RECORD_REJECTIONS: &[(&str, usize, RecordCheck)] = &[
             })
         )
     }),
-    ("v1-wrong-type-component.json", 9, |k| {
-        matches!(
-            k,
-            K::Shape(Shape::WrongType {
-                expected: "an object"
-            })
-        )
-    }),
     (
         "v1-unsupported-version.json",
         2,
