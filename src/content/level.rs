@@ -33,7 +33,7 @@ use super::json::{self, Object};
 use super::json_path::{entity_path, index, key, Step};
 use super::record::{canonical_all, compact, is_component_name, Components};
 use crate::durable::first_cycle;
-use crate::identity::{UuidError, UuidPolicy};
+use crate::identity::{is_legacy_id, UuidError, UuidPolicy};
 
 /// The `format` member of a level file.
 pub const LEVEL_FORMAT: &str = "ludus.level";
@@ -54,6 +54,9 @@ pub struct LevelEntity {
     pub uuid: Uuid,
     /// Its display name.
     pub name: String,
+    /// Its label (a record's legacy id: legacy-id rule, unique in the file), `""` for none
+    /// (written only when set).
+    pub label: String,
     /// Its parent's UUID; `None` (written `""`) for a root.
     pub parent: Option<Uuid>,
     /// Its components; entity-typed properties hold a UUID of the file, `""` for none.
@@ -107,6 +110,18 @@ pub enum LevelErrorKind {
     /// The parent chain from this entity loops.
     #[error("parent links form a cycle")]
     ParentCycle,
+    /// A label that breaks the legacy-id rule (empty labels are written as no member).
+    #[error("label {label:?} is not 1-64 ASCII letters, digits or `_ - . :`")]
+    InvalidLabel {
+        /// The label.
+        label: String,
+    },
+    /// A second entity with a label already in the file.
+    #[error("label {label} repeated")]
+    RepeatedLabel {
+        /// The label.
+        label: String,
+    },
 }
 
 /// A rejected level file: file, position and [`LevelErrorKind`].
@@ -131,9 +146,25 @@ impl LevelFile {
     /// The first broken rule, with the path of the offending value.
     pub fn check(&self) -> R<()> {
         let mut at_index: HashMap<Uuid, usize> = HashMap::with_capacity(self.entities.len());
+        let mut labels = std::collections::HashSet::new();
         for (i, e) in self.entities.iter().enumerate() {
             let at = entity_path(i);
             check_uuid(e.uuid, &key(&at, "uuid"))?;
+            if !e.label.is_empty() {
+                let label = || e.label.clone();
+                if !is_legacy_id(&e.label) {
+                    return Err(Fault::new(
+                        LevelErrorKind::InvalidLabel { label: label() },
+                        &key(&at, "label"),
+                    ));
+                }
+                if !labels.insert(e.label.as_str()) {
+                    return Err(Fault::new(
+                        LevelErrorKind::RepeatedLabel { label: label() },
+                        &key(&at, "label"),
+                    ));
+                }
+            }
             if at_index.insert(e.uuid, i).is_some() {
                 return Err(Fault::new(
                     LevelErrorKind::RepeatedUuid {
@@ -185,6 +216,8 @@ impl LevelFile {
         #[derive(Serialize)]
         struct EntityOut<'a> {
             uuid: String,
+            #[serde(skip_serializing_if = "str::is_empty")]
+            label: &'a str,
             name: &'a str,
             parent: String,
             components: &'a Components,
@@ -200,6 +233,7 @@ impl LevelFile {
             out.extend_from_slice(if i == 0 { b"\n    " } else { b",\n    " });
             let entity = EntityOut {
                 uuid: e.uuid.to_string(),
+                label: &e.label,
                 name: &e.name,
                 parent: e.parent.map(|p| p.to_string()).unwrap_or_default(),
                 components,
@@ -288,10 +322,24 @@ fn string_member(obj: &mut Object<'_>, name: &'static str) -> R<String> {
 
 fn decode_entity(value: Value, at: &[Step]) -> R<LevelEntity> {
     let mut obj = Object::new(value, at).map_err(Fault::convert)?;
-    obj.deny_unknown(&["uuid", "name", "parent", "components"])
+    obj.deny_unknown(&["uuid", "label", "name", "parent", "components"])
         .map_err(Fault::convert)?;
     let uuid = string_member(&mut obj, "uuid")?;
     let uuid = parse_uuid_text(uuid, &key(at, "uuid"))?;
+    // Optional; `""` written out is refused (an absent member is no label).
+    let label = match obj.get("label").is_some() {
+        true => {
+            let label = string_member(&mut obj, "label")?;
+            if !is_legacy_id(&label) {
+                return Err(Fault::new(
+                    LevelErrorKind::InvalidLabel { label },
+                    &key(at, "label"),
+                ));
+            }
+            label
+        }
+        false => String::new(),
+    };
     let name = string_member(&mut obj, "name")?;
     let parent = string_member(&mut obj, "parent")?;
     let parent = if parent.is_empty() {
@@ -318,6 +366,7 @@ fn decode_entity(value: Value, at: &[Step]) -> R<LevelEntity> {
     }
     Ok(LevelEntity {
         uuid,
+        label,
         name,
         parent,
         components,

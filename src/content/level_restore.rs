@@ -42,7 +42,7 @@ where
     level.check().map_err(Fault::convert)?;
     let mut plan = Plan::new::<W>(level.entities.len());
     for e in &level.entities {
-        plan.push_entity(e.uuid, &e.name);
+        plan.push_entity(e.uuid, &e.name, &e.label);
     }
     // Unique by `check`.
     let unique = plan.seal();

@@ -38,7 +38,7 @@ use crate::buckets::{bucket_sort, top16, Starts};
 use crate::durable::tables::enabled_mut;
 use crate::durable::{
     first_cycle, Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
-    MAX_NAME_LEN,
+    MAX_LABEL_LEN, MAX_NAME_LEN,
 };
 use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
 use crate::world::roster::Roster;
@@ -49,8 +49,10 @@ use serde_json::Value;
 #[derive(Debug)]
 pub(crate) struct PlanEntity {
     pub(crate) uuid: Uuid,
-    /// Its name: `names[name.0 .. name.0 + name.1]` of the plan.
+    /// Its name: `names[name.0 .. name.0 + name.1]` of the plan, then its label's `label`
+    /// bytes.
     name: (usize, usize),
+    label: u8,
     pub(crate) parent: Option<u32>,
 }
 
@@ -116,16 +118,21 @@ impl Plan {
         }
     }
 
-    /// Adds an entity (a repeated UUID is found by [`seal`](Self::seal)).
-    pub(crate) fn push_entity(&mut self, uuid: Uuid, name: &str) {
+    /// Adds an entity with its name and label (a legacy id of at most
+    /// [`MAX_LABEL_LEN`] bytes, or `""`: checked by the readers). A repeated UUID is found by
+    /// [`seal`](Self::seal).
+    pub(crate) fn push_entity(&mut self, uuid: Uuid, name: &str, label: &str) {
         let i = self.entities.len() as u32;
         self.index.push((uuid.as_u128(), i));
         self.sealed = false;
         let start = self.names.len();
         self.names.push_str(name);
+        let label = label.get(..label.len().min(MAX_LABEL_LEN)).unwrap_or("");
+        self.names.push_str(label);
         self.entities.push(PlanEntity {
             uuid,
             name: (start, name.len()),
+            label: label.len() as u8,
             parent: None,
         });
     }
@@ -147,6 +154,15 @@ impl Plan {
     pub(crate) fn name(&self, i: usize) -> &str {
         let (start, len) = self.entities[i].name;
         &self.names[start..start + len]
+    }
+
+    /// The label of plan entity `i` (`""`: none).
+    pub(crate) fn label(&self, i: usize) -> &str {
+        let (start, len) = self.entities[i].name;
+        let at = start + len;
+        self.names
+            .get(at..at + usize::from(self.entities[i].label))
+            .unwrap_or("")
     }
 
     /// The plan index the next [`push_entity`](Self::push_entity) gets.
@@ -311,10 +327,11 @@ impl Plan {
         let mut names = 0usize;
         for (i, e) in self.entities.iter().enumerate() {
             let refuse = |err: HierarchyError| (Some(i), RestoreErrorKind::World(err.into()));
-            if e.name.1 > MAX_NAME_LEN {
+            let record = e.name.1 + usize::from(e.label);
+            if record > MAX_NAME_LEN {
                 return Err(refuse(HierarchyError::NameTooLong { len: e.name.1 }));
             }
-            names += crate::durable::Hierarchy::<W::Alloc>::name_cost(e.name.1);
+            names += crate::durable::Hierarchy::<W::Alloc>::name_cost(record);
             if names > h.name_free() {
                 return Err(refuse(HierarchyError::NameBudget {
                     requested: names,
@@ -442,17 +459,19 @@ impl Plan {
             W::Components::visit_at(0, k, &mut ins);
             ins.result.map_err(|e| world_err(e.into()))?;
         }
+        // Names and labels (one record each), then parents: linked without `set_parent`'s
+        // ancestor walk per entity (checked before pass 1: the plan's links are acyclic, and
+        // its entities fresh and unprotected).
+        let (_, durable) = enabled_mut(world).map_err(world_err)?;
         for (i, &entity) in created.iter().enumerate() {
-            let name = self.name(i);
-            if !name.is_empty() {
-                world
-                    .set_name(entity, name)
-                    .map_err(|err| (Some(i), RestoreErrorKind::World(err)))?;
+            let (name, label) = (self.name(i), self.label(i));
+            if !name.is_empty() || !label.is_empty() {
+                durable
+                    .hierarchy
+                    .set_name_and_label(entity.slot(), name, label)
+                    .map_err(|err| (Some(i), RestoreErrorKind::World(err.into())))?;
             }
         }
-        // Parents: linked without `set_parent`'s ancestor walk per entity (checked before
-        // pass 1: the plan's links are acyclic, and its entities fresh and unprotected).
-        let (_, durable) = enabled_mut(world).map_err(world_err)?;
         for (i, e) in self.entities.iter().enumerate() {
             if let Some(&p) = e.parent.and_then(|p| created.get(p as usize)) {
                 durable.hierarchy.set_parent(created[i].slot(), Some(p));

@@ -34,7 +34,7 @@ where
     record.check().map_err(Fault::convert)?;
     let mut plan = Plan::new::<W>(record.entities.len());
     for e in &record.entities {
-        plan.push_entity(e.uuid.as_uuid(), &e.name);
+        plan.push_entity(e.uuid.as_uuid(), &e.name, &e.label);
     }
     // Unique by `check`.
     let unique = plan.seal();

@@ -12,9 +12,10 @@
 //! (which must be saved too), and the order is each root in UUID order followed by its saved
 //! descendants depth first in child order, so a restore keeps child order.
 //!
-//! Labels: the world keeps no label, so save derives one: the entity's name when it follows
-//! the legacy-id rule and no earlier entity (in UUID order) took it, else the UUID's canonical
-//! text. Runtime owner, slot and generation are never written.
+//! Labels: an entity's label is the one the world holds (restored from a record or level, or
+//! set with `set_label`); without one, save derives it: the entity's name when it follows the
+//! legacy-id rule and neither a held label nor an earlier entity (in UUID order) took it, else
+//! the UUID's canonical text. Two held labels that are equal refuse the save. Runtime owner, slot and generation are never written.
 
 use uuid::Uuid;
 
@@ -61,6 +62,16 @@ pub enum SaveError {
         entity: SourceObjectId,
         /// The component holding the link.
         component: String,
+    },
+    /// Two saved entities hold the same label, or a label spells the UUID of another saved
+    /// entity whose label is its UUID: a record's labels are unique, and replacing a label the
+    /// world holds would drop it.
+    #[error("entity {entity}: label {label} is held twice")]
+    RepeatedLabel {
+        /// The entity whose label repeats.
+        entity: SourceObjectId,
+        /// The label.
+        label: String,
     },
     /// The saved bytes did not read back as a record (a bug: the writer and the reader
     /// disagree).
@@ -155,18 +166,21 @@ where
         parented |= hierarchy.parent(slot).is_some();
         let name = hierarchy.name(slot);
         name_bytes += name.len();
-        let label = is_legacy_id(name);
-        saved.push(slot, generation, object, name, label);
+        let text = match hierarchy.label(slot) {
+            "" => name,
+            stored => stored,
+        };
+        saved.push(slot, generation, object, name, text);
         keyed.push(sort_key(object, slot));
-        if label {
-            named.push(u64::from(name_hash(name.as_bytes())) << 32 | u64::from(slot));
+        if saved.label(slot) {
+            named.push(u64::from(name_hash(text.as_bytes())) << 32 | u64::from(slot));
         }
     }
     // The canonical order: the UUIDs' top 32 bits, ties by the whole UUID.
     sort_by_high32(&mut keyed);
     sort_ties(&mut keyed, |a, b| saved.key(a).cmp(&saved.key(b)));
     saved.rank(&keyed);
-    settle_labels(&mut saved, &keyed, named);
+    settle_labels(&mut saved, &keyed, named)?;
     // With parent links (version 3), the document order is the hierarchy's: each root in UUID
     // order followed by its saved descendants, depth first in child order, so a restore
     // appends every child in its place. Every parent must be saved.
@@ -235,6 +249,7 @@ where
         }
         let slot = v as u32;
         let (object, name, label) = (saved.key(slot), saved.name(slot), saved.label(slot));
+        let text_of_label = saved.text(slot);
         let out = ctx.out();
         format_uuid(&Uuid::from_u128(object), &mut text);
         out.extend_from_slice(if rank == 0 {
@@ -246,12 +261,13 @@ where
         out.extend_from_slice(b"\",\"label\":\"");
         // A legacy id needs no escape.
         if label {
-            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(text_of_label.as_bytes());
         } else {
             out.extend_from_slice(&text);
         }
         out.extend_from_slice(b"\",\"name\":");
-        if label {
+        // A name that is its label is a legacy id: no escape either.
+        if label && !saved.is_stored(slot) {
             out.push(b'"');
             out.extend_from_slice(name.as_bytes());
             out.push(b'"');
@@ -296,8 +312,9 @@ where
 /// Saves every entity bound under `instance` as a level file: per entity its UUID (the
 /// `SourceObjectId`), name, parent and components, in the order [`save_world`] writes them
 /// (each root in UUID order, then its descendants depth first in child order), so
-/// [`restore_level`](super::restore_level) rebuilds the same hierarchy. A level has no labels
-/// and no document id; everything else a World record holds, it holds.
+/// [`restore_level`](super::restore_level) rebuilds the same hierarchy. A level has no
+/// document id, and writes an entity's label only when the world holds one (a record derives
+/// one for every entity); everything else a World record holds, it holds.
 ///
 /// # Errors
 /// As [`save_world`] (an unsaved parent or target, a component without a JSON form, a world
@@ -320,12 +337,20 @@ where
         .and_then(|u| AssetId::from_uuid(Uuid::from_u128(u)).ok())
         .ok_or(SaveError::World(DurableError::Disabled))?;
     let record = save_world(world, instance, LEVEL_FORMAT, document)?;
+    let label = |object: SourceObjectId| {
+        let key = crate::identity::PersistentObjectKey::new(instance, object);
+        let entity = world.resolve(&key).entity();
+        entity.map_or(String::new(), |e| {
+            world.label(e).map(str::to_owned).unwrap_or_default()
+        })
+    };
     Ok(LevelFile {
         entities: record
             .entities
             .into_iter()
             .map(|e| LevelEntity {
                 uuid: e.uuid.as_uuid(),
+                label: label(e.uuid),
                 name: e.name,
                 parent: e.parent.map(|p| p.as_uuid()),
                 components: e.components,
@@ -352,23 +377,51 @@ struct Saved<'w> {
     /// slot not saved.
     ranks: Vec<u64>,
     names: Vec<&'w str>,
-    /// One bit per slot: its name is its label (else its UUID is).
+    /// Each saved slot's label candidate: its stored label, else its name.
+    texts: Vec<&'w str>,
+    /// One bit per slot: its candidate is its label (else its UUID is).
     labels: Vec<u64>,
+    /// One bit per slot: its candidate is a stored label (never replaced: a repeat refuses).
+    stored: Vec<u64>,
 }
 
 impl<'w> Saved<'w> {
-    fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, label: bool) {
+    /// Adds a saved slot: its name, and its label candidate `text` (`stored`: the world's
+    /// label; else the name) when it may be its label.
+    fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, text: &'w str) {
         let at = slot as usize;
         if self.objects.len() <= at {
             self.objects.resize(at + 1, 0);
             self.ranks.resize(at + 1, 0);
             self.names.resize(at + 1, "");
+            self.texts.resize(at + 1, "");
             self.labels.resize(at / 64 + 1, 0);
+            self.stored.resize(at / 64 + 1, 0);
         }
         self.objects[at] = object;
         self.ranks[at] = u64::from(generation) << 32;
         self.names[at] = name;
-        self.set_label(slot, label);
+        self.texts[at] = text;
+        let stored = !core::ptr::eq(text, name) && !text.is_empty();
+        let (word, bit) = (at / 64, 1u64 << (slot % 64));
+        if stored {
+            self.stored[word] |= bit;
+        } else {
+            self.stored[word] &= !bit;
+        }
+        self.set_label(slot, stored || is_legacy_id(name));
+    }
+
+    /// The label candidate of a saved slot.
+    #[inline(always)]
+    fn text(&self, slot: u32) -> &'w str {
+        self.texts[slot as usize]
+    }
+
+    /// Whether a saved slot's candidate is a stored label.
+    #[inline(always)]
+    fn is_stored(&self, slot: u32) -> bool {
+        self.stored[slot as usize / 64] >> (slot % 64) & 1 != 0
     }
 
     /// Sets each saved slot's rank: its index in `keyed` (`key << 32 | slot`, in document
@@ -441,12 +494,18 @@ impl<'w> Saved<'w> {
     /// run of its top 32 bits, then within that run by the whole UUID (so crafted UUIDs that
     /// share their top bits cost `log n` each, not a walk of their run).
     fn contains(&self, keyed: &[u64], uuid: u128) -> bool {
+        self.slot_of(keyed, uuid).is_some()
+    }
+
+    /// The slot of the saved entity with `uuid` (as [`contains`](Self::contains) finds it).
+    fn slot_of(&self, keyed: &[u64], uuid: u128) -> Option<u32> {
         let top = (uuid >> 96) as u64;
         let from = keyed.partition_point(|&v| v >> 32 < top);
         let to = keyed.partition_point(|&v| v >> 32 <= top);
-        keyed[from..to]
-            .binary_search_by(|&v| self.key(v as u32).cmp(&uuid))
-            .is_ok()
+        let run = &keyed[from..to];
+        run.binary_search_by(|&v| self.key(v as u32).cmp(&uuid))
+            .ok()
+            .map(|at| run[at] as u32)
     }
 }
 
@@ -455,30 +514,60 @@ fn sort_key(object: u128, slot: u32) -> u64 {
     ((object >> 96) as u64) << 32 | u64::from(slot)
 }
 
-/// Labels: a legacy-id name is the label unless it spells a saved UUID or an entity earlier in
-/// UUID order has the same name. `named` holds each candidate's `name hash << 32 | slot`;
-/// duplicates are found by sorting it by hash and each run of tied hashes by (name, rank), so a
-/// crafted set of colliding names costs `n log n` compares, never `n²`.
-fn settle_labels(saved: &mut Saved<'_>, keyed: &[u64], mut named: Vec<u64>) {
+/// Labels: a stored label is the label; a legacy-id name is the label unless it spells a saved
+/// UUID, a stored label has the same text, or an entity earlier in UUID order has the same
+/// name; every other entity's label is its UUID. `named` holds each candidate's `text hash <<
+/// 32 | slot`; duplicates are found by sorting it by hash and each run of tied hashes by
+/// (text, stored first, rank), so a crafted set of colliding names costs `n log n` compares,
+/// never `n²`.
+///
+/// # Errors
+/// [`SaveError::RepeatedLabel`] when two stored labels are equal, or a stored label spells
+/// the UUID of another saved entity whose label is its UUID: the record would hold a label
+/// twice, and replacing a stored one would drop it.
+fn settle_labels(
+    saved: &mut Saved<'_>,
+    keyed: &[u64],
+    mut named: Vec<u64>,
+) -> Result<(), SaveError> {
     for &v in &named {
         let slot = v as u32;
-        if saved.name(slot).len() == UUID_TEXT_LEN {
-            let spelled = saved.name(slot).parse::<Uuid>().ok();
+        if !saved.is_stored(slot) && saved.text(slot).len() == UUID_TEXT_LEN {
+            let spelled = saved.text(slot).parse::<Uuid>().ok();
             if spelled.is_some_and(|u| saved.contains(keyed, u.as_u128())) {
                 saved.set_label(slot, false);
             }
         }
     }
     sort_by_high32(&mut named);
-    sort_ties(&mut named, |a, b| {
-        (saved.name(a), saved.rank_of(a)).cmp(&(saved.name(b), saved.rank_of(b)))
-    });
+    let order = |s: u32| (saved.text(s), !saved.is_stored(s), saved.rank_of(s));
+    sort_ties(&mut named, |a, b| order(a).cmp(&order(b)));
+    let repeated = |saved: &Saved<'_>, slot: u32| SaveError::RepeatedLabel {
+        entity: object_id(saved.key(slot)),
+        label: saved.text(slot).to_owned(),
+    };
     for w in 1..named.len() {
-        let (a, b) = (named[w - 1], named[w]);
-        if a >> 32 == b >> 32 && saved.name(a as u32) == saved.name(b as u32) {
-            saved.set_label(b as u32, false);
+        let (a, b) = (named[w - 1] as u32, named[w] as u32);
+        if named[w - 1] >> 32 == named[w] >> 32 && saved.text(a) == saved.text(b) {
+            if saved.is_stored(b) {
+                return Err(repeated(saved, b));
+            }
+            saved.set_label(b, false);
         }
     }
+    // A stored label that spells another saved entity's UUID, where that entity's label is
+    // its UUID.
+    for &v in &named {
+        let slot = v as u32;
+        if saved.is_stored(slot) && saved.text(slot).len() == UUID_TEXT_LEN {
+            let spelled = saved.text(slot).parse::<Uuid>().ok().map(|u| u.as_u128());
+            let other = spelled.and_then(|u| saved.slot_of(keyed, u));
+            if other.is_some_and(|o| o != slot && !saved.label(o)) {
+                return Err(repeated(saved, slot));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `keyed` (UUID order, every saved entity's parent saved) in the hierarchy's document order:

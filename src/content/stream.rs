@@ -331,13 +331,14 @@ where
         let mut seen = [false; 5];
         let mut uuid = None;
         let mut name: Option<Cow<'de, str>> = None;
+        let mut label: &'de str = "";
         let mut parent = None;
         r.seen.iter_mut().for_each(|s| *s = false);
         let level = r.form == Form::Level;
         while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
             let slot = match (&*key, level) {
                 ("uuid", _) => 0,
-                ("label", false) => 1,
+                ("label", _) => 1,
                 ("name", _) => 2,
                 ("components", _) => 3,
                 ("parent", _) => 4,
@@ -352,8 +353,9 @@ where
                     uuid = Some(parse_id(&text, level).ok_or_else(fail::<A::Error>)?);
                 }
                 1 => match map.next_value::<Text<'de>>()?.0 {
-                    Cow::Borrowed(label) if is_legacy_id(label) => {
-                        r.labels.push(r.hasher.hash_one(label));
+                    Cow::Borrowed(text) if is_legacy_id(text) => {
+                        r.labels.push(r.hasher.hash_one(text));
+                        label = text;
                     }
                     _ => return Err(fail()),
                 },
@@ -373,7 +375,7 @@ where
                 })?,
             }
         }
-        // A record entity has a label; a level entity none, and always a parent.
+        // A record entity has a label; a level entity may have one, and always a parent.
         let members = if level {
             seen[0] && seen[2] && seen[3] && seen[4]
         } else {
@@ -381,7 +383,7 @@ where
         };
         match (uuid, name) {
             (Some(uuid), Some(name)) if members => {
-                r.plan.push_entity(uuid, &name);
+                r.plan.push_entity(uuid, &name, label);
                 r.parents.push(parent);
                 Ok(())
             }

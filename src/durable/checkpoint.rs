@@ -20,6 +20,7 @@
 //! per entity, ascending id:   namespace tag: u8, key: [u8; 32], has identity: u8,
 //!                             components: u32 LE,
 //!                             name length: u32 LE, name,
+//!                             label length: u32 LE, label,
 //!                             parent: 0: u8 for a root, else its namespace tag: u8,
 //!                             key: [u8; 32] and the position among its children: u32 LE,
 //!                             binding: 0: u8 for none, else 1: u8, key: [u8; 32],
@@ -83,6 +84,9 @@ pub struct CheckpointEntity {
     /// Its name (`""`: none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// Its label (`""`: none; else the legacy-id rule).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
     /// Its parent, an entity of the checkpoint (`None`: a root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<PersistentId>,
@@ -417,6 +421,8 @@ impl Encoder {
         );
         self.out.extend_from_slice(&len32(e.name.len()));
         self.out.extend_from_slice(e.name.as_bytes());
+        self.out.extend_from_slice(&len32(e.label.len()));
+        self.out.extend_from_slice(e.label.as_bytes());
         push_parent(&mut self.out, &ref_bytes(e.parent.as_ref()), e.position);
         push_binding(
             &mut self.out,
@@ -450,7 +456,7 @@ impl Checkpoint {
     pub fn canonical_bytes(&self) -> Vec<u8> {
         // Exactly the bytes written (never a product an untrusted checkpoint could inflate).
         let total = self.entities.iter().fold(0usize, |t, e| {
-            let head = ENTITY_HEADER + 4 + e.name.len() + REF + 4 + BINDING;
+            let head = ENTITY_HEADER + 8 + e.name.len() + e.label.len() + REF + 4 + BINDING;
             // (At most: a root's parent is one byte.)
             e.components.iter().fold(t.saturating_add(head), |t, c| {
                 t.saturating_add(12 + c.component.len() + c.bytes.0.len())
@@ -868,9 +874,11 @@ fn write_canonical<W: PersistentOps>(
         out.extend_from_slice(&head);
         // Name, parent and position.
         let slot = u32::from_le_bytes(staged[slot_at..slot_at + 4].try_into().unwrap_or_default());
-        let name = hierarchy.name(slot);
+        let (name, label) = (hierarchy.name(slot), hierarchy.label(slot));
         out.extend_from_slice(&len32(name.len()));
         out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&len32(label.len()));
+        out.extend_from_slice(label.as_bytes());
         let parent = parent_ref(world, slot).map_err(|()| CheckpointError::UnidentifiedParent {
             id: id_of_staged(&staged[..KEYED]),
         })?;
@@ -983,6 +991,7 @@ pub trait CheckpointOps: PersistentOps {
                 id,
                 identity: Some(id),
                 name: durable.hierarchy.name(e.slot()).to_owned(),
+                label: durable.hierarchy.label(e.slot()).to_owned(),
                 parent,
                 position,
                 binding: durable
@@ -1181,13 +1190,21 @@ pub trait CheckpointOps: PersistentOps {
                 .into());
             }
         }
-        // Names: each no longer than a name may be, and all of them in the arena once the
-        // current stable entities' names are gone.
+        // Names and labels: each label of the legacy-id rule, each name no longer than a name
+        // may be, and all of them in the arena once the current stable entities' are gone.
         let h = &self.durable().hierarchy;
+        let record = |e: &CheckpointEntity| e.name.len().saturating_add(e.label.len());
+        if checkpoint
+            .entities
+            .iter()
+            .any(|e| !e.label.is_empty() && !crate::identity::is_legacy_id(&e.label))
+        {
+            return Err(DurableError::from(HierarchyError::InvalidLabel).into());
+        }
         if let Some(e) = checkpoint
             .entities
             .iter()
-            .find(|e| e.name.len() > MAX_NAME_LEN)
+            .find(|e| record(e) > MAX_NAME_LEN)
         {
             let len = e.name.len();
             return Err(DurableError::from(HierarchyError::NameTooLong { len }).into());
@@ -1195,11 +1212,14 @@ pub trait CheckpointOps: PersistentOps {
         let need: usize = checkpoint
             .entities
             .iter()
-            .map(|e| Hierarchy::<Self::Alloc>::name_cost(e.name.len()))
+            .map(|e| Hierarchy::<Self::Alloc>::name_cost(record(e)))
             .sum();
         let released: usize = old
             .iter()
-            .map(|(_, e)| Hierarchy::<Self::Alloc>::name_cost(h.name(e.slot()).len()))
+            .map(|(_, e)| {
+                let held = h.name(e.slot()).len() + h.label(e.slot()).len();
+                Hierarchy::<Self::Alloc>::name_cost(held)
+            })
             .sum();
         if need > h.name_free() + released {
             return Err(DurableError::from(HierarchyError::NameBudget {
@@ -1299,10 +1319,10 @@ pub trait CheckpointOps: PersistentOps {
         linked_children.sort_unstable();
         let (_, durable) = enabled_mut(self)?;
         for (e, &entity) in checkpoint.entities.iter().zip(&created) {
-            if !e.name.is_empty() {
+            if !e.name.is_empty() || !e.label.is_empty() {
                 durable
                     .hierarchy
-                    .set_name(entity.slot(), &e.name)
+                    .set_name_and_label(entity.slot(), &e.name, &e.label)
                     .map_err(DurableError::from)?;
             }
         }

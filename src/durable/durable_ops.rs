@@ -130,6 +130,30 @@ pub trait DurableOps: WorldOps + DurableRoster {
         Ok(())
     }
 
+    /// `entity`'s label (`""`: none): a saved record's readable, unique legacy id, kept beside
+    /// the name.
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`]; `World(Rejected)` when `entity` is not alive.
+    fn label(&self, entity: EntityId) -> Result<&str, DurableError> {
+        let (registry, durable) = enabled(self)?;
+        registry.check_alive(entity)?;
+        Ok(durable.hierarchy.label(entity.slot()))
+    }
+
+    /// Labels `entity` (`""` clears): 1–64 ASCII letters, digits or `_ - . :`, stored with
+    /// its name in the name arena. A record saved with it writes this label.
+    ///
+    /// # Errors
+    /// [`DurableError::Disabled`], `World(Rejected)`, `Hierarchy(InvalidLabel)`,
+    /// `Hierarchy(NameBudget)`.
+    fn set_label(&mut self, entity: EntityId, label: &str) -> Result<(), DurableError> {
+        let (registry, durable) = enabled_mut(self)?;
+        registry.check_alive(entity)?;
+        durable.hierarchy.set_label(entity.slot(), label)?;
+        Ok(())
+    }
+
     /// `entity`'s parent: `Ok(None)` for a root, never a stale handle.
     ///
     /// # Errors

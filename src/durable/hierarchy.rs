@@ -7,10 +7,11 @@
 //! children by the world's [`OrphanPolicy`]), so a link always names a live entity; reads
 //! validate the parent's generation anyway and never return a stale handle.
 //!
-//! Names are labels, never identity: UTF-8 bytes in one arena whose size is fixed at init.
-//! Each name is stored as a record `[slot: u32][len: u16][bytes]`; replacing or dropping a
-//! name leaves its record dead, and when the arena is full but the live names fit it is
-//! compacted in place (one pass, no scratch memory). Nothing allocates after init.
+//! Names and labels are never identity: UTF-8 bytes in one arena whose size is fixed at init.
+//! A slot's name and label (a record's legacy id: at most [`MAX_LABEL_LEN`] bytes) are stored
+//! together as one record `[slot: u32][len: u16][name bytes][label bytes]`; replacing or
+//! dropping either leaves the old record dead, and when the arena is full but the live records
+//! fit it is compacted in place (one pass, no scratch memory). Nothing allocates after init.
 
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
@@ -51,12 +52,19 @@ pub enum HierarchyError {
         /// The arena's fixed size.
         budget: usize,
     },
-    /// The name is longer than [`MAX_NAME_LEN`] bytes, whatever the arena's size.
-    #[error("a name of {len} bytes is longer than the {MAX_NAME_LEN} a name may have")]
+    /// The name is longer than [`MAX_NAME_LEN`] bytes (less its label's), whatever the
+    /// arena's size.
+    #[error(
+        "a name of {len} bytes is longer than the {MAX_NAME_LEN} a name and its label may have"
+    )]
     NameTooLong {
         /// The name's length in bytes.
         len: usize,
     },
+    /// A label is empty (to clear one, set `""`), longer than [`MAX_LABEL_LEN`] bytes, or not
+    /// of the legacy-id rule (ASCII letters, digits, `_ - . :`).
+    #[error("a label is 1-64 ASCII letters, digits or `_ - . :`")]
+    InvalidLabel,
     /// The index is beyond the parent's children.
     #[error("child index {index} out of range ({len} children)")]
     ChildIndex {
@@ -77,9 +85,14 @@ const NAME_HEADER: usize = 6;
 
 /// The largest name arena: a node stores its name's offset as a `u32`.
 pub const MAX_NAME_BYTES: usize = u32::MAX as usize;
-/// The longest name, in bytes: a name record stores its length as a `u16`.
+/// The longest name, in bytes: a name record stores its length (name and label) as a `u16`.
 pub const MAX_NAME_LEN: usize = u16::MAX as usize;
+/// The longest label, in bytes (the legacy-id rule's).
+pub const MAX_LABEL_LEN: usize = crate::identity::LEGACY_ID_MAX;
 const PROTECTED: u32 = 1 << 31;
+/// Where a node keeps its label's length (7 bits).
+const LABEL_SHIFT: u32 = 16;
+const LABEL_BITS: u32 = 0x7f << LABEL_SHIFT;
 
 /// Links of one slot; `0` means none, otherwise `slot + 1`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,16 +103,26 @@ struct Node {
     last: u32,
     next: u32,
     prev: u32,
-    /// Offset of the name's bytes in the arena (after its header); meaningful when
-    /// `name_len & !PROTECTED != 0`.
+    /// Offset of the name's bytes in the arena (after its header; the label follows them);
+    /// meaningful when the record is not empty.
     name_at: u32,
-    /// Name length in the low 16 bits, [`PROTECTED`] in the top bit.
+    /// Name length in the low 16 bits, the label's in [`LABEL_BITS`], [`PROTECTED`] in the top
+    /// bit.
     name_len: u32,
 }
 
 impl Node {
     fn len(&self) -> usize {
         (self.name_len & MAX_NAME_LEN as u32) as usize
+    }
+
+    fn label_len(&self) -> usize {
+        ((self.name_len & LABEL_BITS) >> LABEL_SHIFT) as usize
+    }
+
+    /// Bytes of the record's name and label.
+    fn record_len(&self) -> usize {
+        self.len() + self.label_len()
     }
 }
 
@@ -215,6 +238,17 @@ impl<A: Allocator + Clone> Hierarchy<A> {
             Some(n) if n.len() > 0 => {
                 let at = n.name_at as usize;
                 core::str::from_utf8(&self.names[at..at + n.len()]).unwrap_or("")
+            }
+            _ => "",
+        }
+    }
+
+    /// The label of the (caller-validated) slot, or `""`.
+    pub(crate) fn label(&self, slot: u32) -> &str {
+        match self.node(slot) {
+            Some(n) if n.label_len() > 0 => {
+                let at = n.name_at as usize + n.len();
+                core::str::from_utf8(&self.names[at..at + n.label_len()]).unwrap_or("")
             }
             _ => "",
         }
@@ -384,9 +418,10 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         self.nodes[slot as usize] = Node::default();
     }
 
+    /// Drops the slot's record (name and label).
     fn drop_name(&mut self, slot: u32) {
         let n = &mut self.nodes[slot as usize];
-        let len = n.len();
+        let len = n.record_len();
         if len > 0 {
             self.live -= NAME_HEADER + len;
             n.name_len &= PROTECTED;
@@ -394,15 +429,16 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         }
     }
 
-    /// Whether a name of `len` bytes replacing `slot`'s fits (after a compaction).
-    pub(crate) fn name_fits(&self, slot: u32, len: usize) -> Result<(), HierarchyError> {
-        let old = self.node(slot).map_or(0, |n| match n.len() {
-            0 => 0,
-            l => NAME_HEADER + l,
-        });
-        let need = if len == 0 { 0 } else { NAME_HEADER + len };
+    /// Whether a record of a `name`-byte name and a `label`-byte label replacing `slot`'s fits
+    /// (after a compaction).
+    fn record_fits(&self, slot: u32, name: usize, label: usize) -> Result<(), HierarchyError> {
+        let old = self
+            .node(slot)
+            .map_or(0, |n| Self::name_cost(n.record_len()));
+        let len = name.saturating_add(label);
+        let need = Self::name_cost(len);
         if len > MAX_NAME_LEN {
-            return Err(HierarchyError::NameTooLong { len });
+            return Err(HierarchyError::NameTooLong { len: name });
         }
         let free = self.names.len() - (self.live - old);
         if need > free {
@@ -429,26 +465,118 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         self.names.len() - self.live
     }
 
-    /// Sets (or with `""` clears) the name of a caller-validated slot.
+    /// Sets (or with `""` clears) the name of a caller-validated slot; its label stays.
     pub(crate) fn set_name(&mut self, slot: u32, name: &str) -> Result<(), HierarchyError> {
-        self.name_fits(slot, name.len())?;
+        let mut label = [0u8; MAX_LABEL_LEN];
+        let kept = self.label(slot).len();
+        label[..kept].copy_from_slice(self.label(slot).as_bytes());
+        self.set_record(slot, name.as_bytes(), &label[..kept])
+    }
+
+    /// Sets (or with `""` clears) the label of a caller-validated slot; its name stays.
+    ///
+    /// # Errors
+    /// [`HierarchyError::InvalidLabel`] for a label of another rule than the legacy-id rule;
+    /// the budget errors of [`set_name`](Self::set_name).
+    pub(crate) fn set_label(&mut self, slot: u32, label: &str) -> Result<(), HierarchyError> {
+        if !label.is_empty() && !crate::identity::is_legacy_id(label) {
+            return Err(HierarchyError::InvalidLabel);
+        }
+        let Some(&n) = self.node(slot) else {
+            return Ok(());
+        };
+        self.record_fits(slot, n.len(), label.len())?;
+        let name = n.len();
+        let need = Self::name_cost(name + label.len());
+        if name == 0 {
+            return self.set_record(slot, &[], label.as_bytes());
+        }
+        // The name stays where it is until it is copied: compact with the record live, and
+        // when the new record still does not fit behind the live ones, rotate this record to
+        // the end of them and rewrite it in place (it fits there: `record_fits`).
+        if self.used + need > self.names.len() {
+            self.compact();
+        }
+        let old = self.nodes[slot as usize];
+        let src = old.name_at as usize;
+        let at = if self.used + need <= self.names.len() {
+            let at = self.used;
+            self.names.copy_within(src..src + name, at + NAME_HEADER);
+            self.used += need;
+            self.live += need;
+            self.drop_name(slot);
+            at
+        } else {
+            let start = src - NAME_HEADER;
+            let size = NAME_HEADER + old.record_len();
+            self.names[start..self.used].rotate_left(size);
+            let mut read = start;
+            while read < self.used - size {
+                let moved =
+                    u32::from_le_bytes(self.names[read..read + 4].try_into().unwrap_or([0; 4]));
+                let len =
+                    u16::from_le_bytes(self.names[read + 4..read + 6].try_into().unwrap_or([0; 2]))
+                        as usize;
+                if let Some(m) = self.nodes.get_mut(moved as usize) {
+                    m.name_at = (read + NAME_HEADER) as u32;
+                }
+                read += NAME_HEADER + len;
+            }
+            let at = self.used - size;
+            self.used = at + need;
+            self.live = self.live - size + need;
+            at
+        };
+        let total = name + label.len();
+        self.names[at..at + 4].copy_from_slice(&slot.to_le_bytes());
+        self.names[at + 4..at + 6].copy_from_slice(&(total as u16).to_le_bytes());
+        self.names[at + NAME_HEADER + name..at + need].copy_from_slice(label.as_bytes());
+        let n = &mut self.nodes[slot as usize];
+        n.name_at = (at + NAME_HEADER) as u32;
+        n.name_len = (n.name_len & PROTECTED) | (label.len() as u32) << LABEL_SHIFT | name as u32;
+        Ok(())
+    }
+
+    /// Names and labels a caller-validated slot in one record (a restore's: one arena write
+    /// for both).
+    ///
+    /// # Errors
+    /// As [`set_label`](Self::set_label).
+    pub(crate) fn set_name_and_label(
+        &mut self,
+        slot: u32,
+        name: &str,
+        label: &str,
+    ) -> Result<(), HierarchyError> {
+        if !label.is_empty() && !crate::identity::is_legacy_id(label) {
+            return Err(HierarchyError::InvalidLabel);
+        }
+        self.set_record(slot, name.as_bytes(), label.as_bytes())
+    }
+
+    /// Replaces the slot's record by `name` and `label` (neither stored in the arena).
+    fn set_record(&mut self, slot: u32, name: &[u8], label: &[u8]) -> Result<(), HierarchyError> {
+        self.record_fits(slot, name.len(), label.len())?;
         self.drop_name(slot);
-        if name.is_empty() {
+        let total = name.len() + label.len();
+        if total == 0 {
             return Ok(());
         }
-        let need = NAME_HEADER + name.len();
+        let need = NAME_HEADER + total;
         if self.used + need > self.names.len() {
             self.compact();
         }
         let at = self.used;
         self.names[at..at + 4].copy_from_slice(&slot.to_le_bytes());
-        self.names[at + 4..at + 6].copy_from_slice(&(name.len() as u16).to_le_bytes());
-        self.names[at + 6..at + need].copy_from_slice(name.as_bytes());
+        self.names[at + 4..at + 6].copy_from_slice(&(total as u16).to_le_bytes());
+        self.names[at + 6..at + 6 + name.len()].copy_from_slice(name);
+        self.names[at + 6 + name.len()..at + need].copy_from_slice(label);
         self.used += need;
         self.live += need;
         let n = &mut self.nodes[slot as usize];
         n.name_at = (at + NAME_HEADER) as u32;
-        n.name_len = (n.name_len & PROTECTED) | name.len() as u32;
+        n.name_len =
+            (n.name_len & PROTECTED) | (label.len() as u32) << LABEL_SHIFT | name.len() as u32;
         Ok(())
     }
 
@@ -490,7 +618,7 @@ impl<A: Allocator + Clone> Hierarchy<A> {
             let alive = self
                 .nodes
                 .get(slot as usize)
-                .is_some_and(|n| n.len() == len && n.name_at as usize == read + NAME_HEADER);
+                .is_some_and(|n| n.record_len() == len && n.name_at as usize == read + NAME_HEADER);
             if alive {
                 self.names.copy_within(read..read + size, write);
                 self.nodes[slot as usize].name_at = (write + NAME_HEADER) as u32;

@@ -60,7 +60,9 @@ pub use checkpoint::{
 pub use durable_ops::DurableOps;
 pub use error::DurableError;
 pub(crate) use hierarchy::first_cycle;
-pub use hierarchy::{Hierarchy, HierarchyError, OrphanPolicy, MAX_NAME_BYTES, MAX_NAME_LEN};
+pub use hierarchy::{
+    Hierarchy, HierarchyError, OrphanPolicy, MAX_LABEL_LEN, MAX_NAME_BYTES, MAX_NAME_LEN,
+};
 pub use outliner::{Outliner, OutlinerRow, WorldCounts};
 pub use persistent::{
     ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,

@@ -29,9 +29,10 @@ use crate::world::store::reserve::filled;
 use crate::world::store::roster::{sealed, ComponentList, HookedParts, Roster};
 use crate::world::world_ops::WorldOps;
 
-/// The default name arena's bytes per slot: a name of 18 bytes with its header for every
-/// entity the world can hold (see [`DurableConfig::name_bytes`]).
-pub const NAME_BYTES_PER_SLOT: usize = 24;
+/// The default name arena's bytes per slot: a name and label of 26 bytes together (a record's
+/// `"guard-a"` / `"Guard A"` pair) with their header for every entity the world can hold (see
+/// [`DurableConfig::name_bytes`]).
+pub const NAME_BYTES_PER_SLOT: usize = 32;
 
 /// How a durable world sizes its identity tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -272,6 +272,7 @@ fn chain(order: &[usize]) -> LevelFile {
             .iter()
             .map(|&k| ludus::content::LevelEntity {
                 uuid: uuid(k),
+                label: String::new(),
                 name: String::new(),
                 parent: (k > 0).then(|| uuid(k - 1)),
                 components: ludus::content::Components::new(),
@@ -341,6 +342,7 @@ fn a_level_restore_failing_after_pass_one_leaves_names_links_and_bindings_as_the
         entities: (0..n)
             .map(|k| ludus::content::LevelEntity {
                 uuid: uuid(k),
+                label: String::new(),
                 name: format!("level-{k}"),
                 parent: (k > 0).then(|| uuid((k - 1) / 2)),
                 components: ludus::content::Components::new(),

@@ -199,12 +199,12 @@ fn world_refusals_change_nothing() {
     small.begin_structural();
     let before = snapshot(&small, true);
     let err = restore_world(&ring(3), instance(0), &mut small).unwrap_err();
-    // "entity 0" to "entity 2" take 14 bytes each: the third is the first that does not fit,
-    // and the error names it and the budget's setting.
+    // "entity 0" to "entity 2" with labels "e0" to "e2" take 16 bytes each: the third is
+    // the first that does not fit, and the error names it and the budget's setting.
     assert_eq!(
         err.kind,
         K::World(DurableError::Hierarchy(HierarchyError::NameBudget {
-            requested: 42,
+            requested: 48,
             free: 40,
             budget: 40
         })),

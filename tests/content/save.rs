@@ -72,12 +72,34 @@ fn labels_are_names_when_valid_and_unique_else_uuids() {
     record.entities[0].name = "guard".into();
     record.entities[1].name = "guard".into();
     record.entities[2].name = "not a legacy id".into();
-    restore_world(&record, instance(0), &mut w).unwrap();
-    let saved = save_world(&w, instance(0), SCHEMA, document()).unwrap();
-    let labels: Vec<&str> = saved.entities.iter().map(|e| e.label.as_str()).collect();
-    assert_eq!(labels.iter().filter(|l| **l == "guard").count(), 1);
-    assert_eq!(labels.len(), 3);
-    saved.check().unwrap();
+    let es = restore_world(&record, instance(0), &mut w)
+        .unwrap()
+        .entities;
+    // The record's labels are kept, and saved again.
+    let labels = |w: &Level| -> Vec<String> {
+        let saved = save_world(w, instance(0), SCHEMA, document()).unwrap();
+        saved.check().unwrap();
+        saved.entities.iter().map(|e| e.label.clone()).collect()
+    };
+    assert_eq!(w.label(es[0]), Ok("e0"));
+    assert_eq!(labels(&w), ["e0", "e1", "e2"]);
+    // Without one, a label is derived: the name when valid and unique, else the UUID.
+    for &e in &es {
+        w.set_label(e, "").unwrap();
+    }
+    let derived = labels(&w);
+    assert_eq!(derived.iter().filter(|l| *l == "guard").count(), 1);
+    assert_eq!(derived[2], uuid_text(2));
+    // A held label wins over a derived one; two equal held labels refuse the save.
+    w.set_label(es[2], "guard").unwrap();
+    let held = labels(&w);
+    assert_eq!(held[2], "guard");
+    assert!(held[..2].iter().all(|l| l != "guard"), "{held:?}");
+    w.set_label(es[1], "guard").unwrap();
+    assert!(matches!(
+        save_world(&w, instance(0), SCHEMA, document()),
+        Err(SaveError::RepeatedLabel { .. })
+    ));
 }
 
 #[test]
@@ -208,7 +230,18 @@ fn a_large_save_matches_a_plain_model() {
     };
     let mut w = Level::try_new_durable(n as usize, config).unwrap();
     w.begin_structural();
-    restore_world(&record, instance(0), &mut w).unwrap();
+    let restored = restore_world(&record, instance(0), &mut w)
+        .unwrap()
+        .entities;
+    // The record's labels are held and saved as they are.
+    let kept = save_world(&w, instance(0), SCHEMA, document()).unwrap();
+    let label_of: std::collections::HashMap<_, _> =
+        record.entities.iter().map(|e| (e.uuid, &e.label)).collect();
+    assert!(kept.entities.iter().all(|e| label_of[&e.uuid] == &e.label));
+    // Without them, save derives every label.
+    for &e in &restored {
+        w.set_label(e, "").unwrap();
+    }
     let bytes = save_world_bytes(&w, instance(0), SCHEMA, document()).unwrap();
     let saved = WorldV2::from_slice(Path::new("saved"), &bytes).unwrap();
     assert_eq!(saved.to_bytes(), bytes);

@@ -135,6 +135,7 @@ struct Node {
     parent: Option<EntityId>,
     children: Vec<EntityId>,
     name: String,
+    label: String,
     protected: bool,
 }
 
@@ -155,7 +156,10 @@ fn cost(len: usize) -> usize {
 
 impl Model {
     fn live_bytes(&self) -> usize {
-        self.nodes.values().map(|n| cost(n.name.len())).sum()
+        self.nodes
+            .values()
+            .map(|n| cost(n.name.len() + n.label.len()))
+            .sum()
     }
     fn is_desc_or_self(&self, anc: EntityId, mut e: EntityId) -> bool {
         loop {
@@ -247,6 +251,7 @@ fn check(w: &W, m: &Model, step: usize, what: &str) {
         let kids: Vec<EntityId> = w.children(e).collect();
         assert_eq!(kids, n.children, "{}: children of {e:?}", ctx());
         assert_eq!(w.name(e).unwrap(), n.name, "{}: name of {e:?}", ctx());
+        assert_eq!(w.label(e).unwrap(), n.label, "{}: label of {e:?}", ctx());
         assert_eq!(
             w.is_protected(e),
             n.protected,
@@ -270,7 +275,11 @@ fn check(w: &W, m: &Model, step: usize, what: &str) {
         .nodes
         .iter()
         .filter(|(_, n)| {
-            n.parent.is_none() && (!n.children.is_empty() || !n.name.is_empty() || n.protected)
+            n.parent.is_none()
+                && (!n.children.is_empty()
+                    || !n.name.is_empty()
+                    || !n.label.is_empty()
+                    || n.protected)
         })
         .map(|(&e, _)| e)
         .collect();
@@ -433,7 +442,7 @@ fn run_seed(seed: u64, steps: usize, deep: bool) {
                     }
                 }
             }
-            6 | 7 => {
+            6 => {
                 what = "set_name";
                 let e = pick_any(&mut rng, &m, foreign);
                 let name = random_name(&mut rng, budget);
@@ -441,8 +450,9 @@ fn run_seed(seed: u64, steps: usize, deep: bool) {
                 match m.nodes.get(&e) {
                     None => assert!(r.is_err()),
                     Some(n) => {
-                        let free = m.budget - (m.live_bytes() - cost(n.name.len()));
-                        if name.len() > 0xffff || cost(name.len()) > free {
+                        let held = n.name.len() + n.label.len();
+                        let free = m.budget - (m.live_bytes() - cost(held));
+                        if cost(name.len() + n.label.len()) > free {
                             assert!(
                                 matches!(
                                     r,
@@ -453,6 +463,44 @@ fn run_seed(seed: u64, steps: usize, deep: bool) {
                         } else {
                             r.unwrap();
                             m.nodes.get_mut(&e).unwrap().name = name;
+                        }
+                    }
+                }
+            }
+            7 => {
+                what = "set_label";
+                let e = pick_any(&mut rng, &m, foreign);
+                let label = match rng.below(6) {
+                    0 => String::new(),
+                    1 => "bad label".to_owned(),
+                    2 => "l".repeat(65),
+                    3 => "l".repeat(64),
+                    _ => format!("guard-{}", rng.below(1000)),
+                };
+                let r = w.set_label(e, &label);
+                match m.nodes.get(&e) {
+                    None => assert!(r.is_err()),
+                    Some(_) if label.contains(' ') || label.len() > 64 => assert!(
+                        matches!(
+                            r,
+                            Err(DurableError::Hierarchy(HierarchyError::InvalidLabel))
+                        ),
+                        "step {step}: {r:?}"
+                    ),
+                    Some(n) => {
+                        let held = n.name.len() + n.label.len();
+                        let free = m.budget - (m.live_bytes() - cost(held));
+                        if cost(n.name.len() + label.len()) > free {
+                            assert!(
+                                matches!(
+                                    r,
+                                    Err(DurableError::Hierarchy(HierarchyError::NameBudget { .. }))
+                                ),
+                                "step {step}: {r:?}"
+                            );
+                        } else {
+                            r.unwrap();
+                            m.nodes.get_mut(&e).unwrap().label = label;
                         }
                     }
                 }

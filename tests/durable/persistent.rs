@@ -378,6 +378,7 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
             id: p.id,
             identity: Some(p.id),
             name: String::new(),
+            label: String::new(),
             parent: None,
             position: 0,
             binding: None,
@@ -496,7 +497,7 @@ const GOLDEN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/persistent-identity.1.json"
 );
-const GOLDEN_DIGEST: &str = "d0edab77c2625355d5cfc919e85510a8ab7d8d044b6e1baecada8791d27bebe4";
+const GOLDEN_DIGEST: &str = "58bf9f6b865a6d8b2877d0e9405bf1381fd9bccca04bbd6b044edbdd860287dd";
 
 #[test]
 #[cfg_attr(miri, ignore = "reads the fixture file (no file system under Miri)")]
@@ -586,6 +587,7 @@ fn crafted_ids_protection_disabled_tables_and_swapped_pools_are_refused_whole() 
             id: authored,
             identity: Some(authored),
             name: String::new(),
+            label: String::new(),
             parent: None,
             position: 0,
             binding: None,
@@ -788,6 +790,7 @@ mod checkpoint_model {
                 id,
                 identity: Some(id),
                 name: String::new(),
+                label: String::new(),
                 parent: None,
                 position: 0,
                 binding,

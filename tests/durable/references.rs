@@ -366,7 +366,7 @@ fn malformed_references_are_refused() {
 
 /// The golden checkpoint: three spawned entities with floats (a negative, a subnormal) and
 /// references (one to another entity, one to itself, one to nothing), and an authored one
-/// (bound under a key of kind 7, named, protected) that two of them are children of. Its
+/// (bound under a key of kind 7, named, labelled, protected) that two of them are children of. Its
 /// canonical bytes are pinned in
 /// `tests/fixtures/durable/checkpoint-golden.hex`: little-endian values, ids and references in
 /// their documented encoding, the same on every platform ludus builds for.
@@ -399,6 +399,7 @@ fn golden_world() -> Range {
     }])
     .unwrap();
     w.set_name(root, "root").unwrap();
+    w.set_label(root, "root-7").unwrap();
     w.set_protected(root, true).unwrap();
     let eb = w.entity_of(&b.id).unwrap();
     w.set_parent(ec, Some(root)).unwrap();

@@ -71,6 +71,7 @@ pub fn authored_entity(
         id,
         identity: Some(id),
         name: String::new(),
+        label: String::new(),
         parent: None,
         position: 0,
         binding: Some(ludus::durable::EntityBinding { key, kind: 0 }),

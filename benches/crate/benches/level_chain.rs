@@ -51,6 +51,7 @@ fn chain(order: &[usize]) -> LevelFile {
             .iter()
             .map(|&k| LevelEntity {
                 uuid: uuid(k),
+                label: String::new(),
                 name: String::new(),
                 parent: (k > 0).then(|| uuid(k - 1)),
                 components: Components::new(),
