@@ -31,6 +31,7 @@ mod error;
 mod json;
 mod json_path;
 mod level;
+mod level_builder;
 mod level_restore;
 mod manifest;
 mod mapping;
@@ -50,6 +51,7 @@ pub use apply::{apply, ApplyClass, ApplyErrorKind, ApplyFault, Origin};
 pub use error::{Fault, Located, Shape};
 pub use json_path::{JsonPath, Step};
 pub use level::{LevelEntity, LevelError, LevelErrorKind, LevelFile, LEVEL_FORMAT, LEVEL_VERSION};
+pub use level_builder::{LevelBuildError, LevelBuilder, LevelRef};
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use level_restore::restore_level_failing;

@@ -370,3 +370,87 @@ fn a_level_restore_failing_after_pass_one_leaves_names_links_and_bindings_as_the
         assert_eq!(w.name(r.entities[5]).unwrap(), "level-5");
     }
 }
+
+#[test]
+fn a_typed_builder_writes_a_level_both_readers_restore() {
+    use ludus::content::{LevelBuildError, LevelBuilder};
+    use ludus::identity::test_entropy::SeqEntropy;
+    let mut entropy = SeqEntropy::new(0x1e7e1);
+    let mut b = LevelBuilder::<Level>::new();
+    let room = b.entity("room", &mut entropy).unwrap();
+    let door = b.entity("door", &mut entropy).unwrap();
+    let guard = b.entity("guard", &mut entropy).unwrap();
+    b.set_parent(door, room).unwrap();
+    b.set_parent(guard, room).unwrap();
+    b.set_label(guard, "guard-a").unwrap();
+    b.insert(door, Pos { x: 1.5, y: -2.0 }).unwrap();
+    b.insert(
+        guard,
+        Enemy {
+            target: door.entity(),
+            speed: 4,
+            _pad: 0,
+        },
+    )
+    .unwrap();
+    // Refusals change nothing.
+    assert_eq!(b.set_parent(room, guard), Err(LevelBuildError::Cycle));
+    assert!(matches!(
+        b.set_label(door, "guard-a"),
+        Err(LevelBuildError::Label(_))
+    ));
+    let handle = level(4).spawn((Hp { hp: 1 },)).unwrap();
+    let bad = Enemy {
+        target: handle,
+        speed: 1,
+        _pad: 0,
+    };
+    assert!(matches!(
+        b.insert(room, bad),
+        Err(LevelBuildError::Component { .. })
+    ));
+    assert!(matches!(
+        b.insert(room, 7u32),
+        Err(LevelBuildError::UnknownComponent(_))
+    ));
+    let other = LevelBuilder::<Level>::new()
+        .entity("x", &mut SeqEntropy::new(1))
+        .unwrap();
+    assert_eq!(
+        b.set_parent(other, room),
+        Err(LevelBuildError::ForeignRef(other.uuid()))
+    );
+    let file = b.build().unwrap();
+    let bytes = file.to_bytes();
+    assert_eq!(
+        LevelFile::from_slice(Path::new("built.json"), &bytes).unwrap(),
+        file
+    );
+    let mut w = level(16);
+    restore_level_from_slice(Path::new("built.json"), &bytes, Some(instance(2)), &mut w).unwrap();
+    let at = |r: ludus::content::LevelRef| {
+        let object = ludus::identity::SourceObjectId::from_uuid(r.uuid()).unwrap();
+        w.resolve(&ludus::identity::PersistentObjectKey::new(
+            instance(2),
+            object,
+        ))
+        .entity()
+        .unwrap()
+    };
+    assert_eq!(
+        w.children(at(room)).collect::<Vec<_>>(),
+        [at(door), at(guard)]
+    );
+    assert_eq!(w.get::<Enemy>(at(guard)).unwrap().target, at(door));
+    assert_eq!(w.get::<Pos>(at(door)), Some(&Pos { x: 1.5, y: -2.0 }));
+    assert_eq!(
+        (w.name(at(guard)), w.label(at(guard))),
+        (Ok("guard"), Ok("guard-a"))
+    );
+    let mut tree = level(16);
+    restore_level(&file, Some(instance(2)), &mut tree).unwrap();
+    assert_eq!(
+        tree.checkpoint_digest().unwrap(),
+        w.checkpoint_digest().unwrap()
+    );
+}
