@@ -23,6 +23,9 @@
 #[cfg(target_endian = "big")]
 compile_error!("ludus's durable encodings are little-endian: big-endian targets are not supported");
 
+// `#[derive(EntityRefs)]` names `::ludus`, here too.
+extern crate self as ludus;
+
 mod buckets;
 pub mod content;
 pub mod durable;

@@ -63,6 +63,7 @@ pub(crate) use hierarchy::first_cycle;
 pub use hierarchy::{
     Hierarchy, HierarchyError, OrphanPolicy, MAX_LABEL_LEN, MAX_NAME_BYTES, MAX_NAME_LEN,
 };
+pub use ludus_derive::EntityRefs;
 pub use outliner::{Outliner, OutlinerRow, WorldCounts};
 pub use persistent::{
     ComponentValue, HexBytes, InvariantViolation, PersistentOps, PrepareError, PreparedSpawn,
@@ -72,13 +73,16 @@ pub use persistent::{
 pub use selection::{Selection, SelectionEntry, SelectionError};
 pub(crate) use tables::{has_refs_of, rewrite_refs_of};
 pub use tables::{
-    Durable, DurableConfig, DurableCounters, DurableRoster, EntityRefs, NAME_BYTES_PER_SLOT,
+    Durable, DurableConfig, DurableCounters, DurableRoster, EntityFields, EntityRefs,
+    NAME_BYTES_PER_SLOT,
 };
 
 /// The plumbing of durable worlds: the type list of a roster's entity-referencing components and
 /// the bind step that `world!`'s durable constructors call. A program that declares its worlds
 /// with `world!` names none of these.
 pub mod roster {
-    pub use crate::durable::tables::{try_bind_durable, RefList, RefVisitor};
+    pub use crate::durable::tables::{
+        try_bind_durable, DeclaresRefs, NoRefs, RefList, RefVisitor, RefsProbe,
+    };
 }
 pub use ticket::{OperationTicket, StaleCompletion};

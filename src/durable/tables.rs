@@ -62,9 +62,44 @@ impl Default for DurableConfig {
     }
 }
 
-/// A component type with entity-typed fields: duplication, save and restore rewrite them
-/// through this visitor instead of guessing (in the spirit of bevy's `MapEntities`). Declare
-/// such types in the world's `entity_refs { … }` clause.
+/// A component type with entity-typed fields: duplication, save, restore, prepared commands
+/// and checkpoints rewrite them through this visitor instead of guessing (in the spirit of
+/// bevy's `MapEntities`). Declare such types in the world's `entity_refs { … }` clause; a
+/// durable world refuses at init a component type that implements `EntityRefs` without being
+/// declared there ([`InitError::UndeclaredEntityRefs`]).
+///
+/// Derive it: `#[derive(EntityRefs)]` visits every field through [`EntityFields`] — an
+/// `EntityId` field is visited, numbers and arrays of them are not, and a field of any other
+/// type must declare its own (by deriving `EntityRefs` too) or the component does not compile.
+/// So no entity field can be left out, however deeply nested:
+///
+/// ```
+/// use ludus::prelude::*;
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, EntityRefs)]
+/// #[repr(C)]
+/// pub struct Link { pub to: EntityId, pub weight: f32, pub _pad: u32 }
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, EntityRefs)]
+/// #[repr(C)]
+/// pub struct Follow { pub target: EntityId, pub links: [Link; 2] }
+/// let mut f = Follow { target: EntityId::NULL, links: [Link { to: EntityId::NULL, weight: 1.0, _pad: 0 }; 2] };
+/// let mut n = 0;
+/// f.visit_entities(&mut |_| n += 1);
+/// assert_eq!(n, 3);
+/// ```
+///
+/// A field of a type that declares nothing does not compile:
+///
+/// ```compile_fail,E0277
+/// use ludus::prelude::*;
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// pub struct Hidden { pub to: EntityId }
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, EntityRefs)]
+/// #[repr(C)]
+/// pub struct Follow { pub inner: Hidden } // error: `Hidden: EntityFields` is not satisfied
+/// ```
+///
+/// A hand-written impl is the writer's own promise to visit every entity field:
 ///
 /// ```
 /// use ludus::durable::EntityRefs;
@@ -82,6 +117,39 @@ pub trait EntityRefs: Pod {
     /// Calls `visit` once with every entity-typed field (null fields included).
     fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId));
 }
+
+/// The entity fields of a field's type, for `#[derive(EntityRefs)]`: an [`EntityId`] is one,
+/// a number none, an array each of its elements', and a type deriving `EntityRefs` those it
+/// visits. A type with neither impl cannot be a field of a derived component (module docs of
+/// [`EntityRefs`]).
+pub trait EntityFields {
+    /// Calls `visit` with every entity field of the value.
+    fn visit_fields(&mut self, visit: &mut dyn FnMut(&mut EntityId));
+}
+
+impl EntityFields for EntityId {
+    #[inline(always)]
+    fn visit_fields(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        visit(self);
+    }
+}
+
+impl<T: EntityFields, const N: usize> EntityFields for [T; N] {
+    #[inline]
+    fn visit_fields(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        self.iter_mut().for_each(|x| x.visit_fields(visit));
+    }
+}
+
+macro_rules! no_entity_fields {
+    ($($t:ty),*) => {$(
+        impl EntityFields for $t {
+            #[inline(always)]
+            fn visit_fields(&mut self, _: &mut dyn FnMut(&mut EntityId)) {}
+        }
+    )*};
+}
+no_entity_fields!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
 
 /// Counters of the durable part (observability).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -300,6 +368,13 @@ pub trait DurableRoster: Roster<Hooks = Durable<<Self as Roster>::Alloc>> {
     /// `Components`: duplication and restore remap their references.
     type Refs: RefList;
 
+    /// The first component (by roster name) whose type implements [`EntityRefs`] without
+    /// being one of `Refs`; `world!` computes it, and a durable world refuses to bind while
+    /// there is one ([`InitError::UndeclaredEntityRefs`]).
+    fn undeclared_entity_refs() -> Option<&'static str> {
+        None
+    }
+
     /// The registry, the durable tables and every pool, mutably.
     #[inline(always)]
     fn durable_parts(&mut self) -> HookedParts<'_, Self> {
@@ -368,6 +443,44 @@ pub(crate) fn has_refs_of<W: DurableRoster>(ty: TypeId) -> bool {
     f.1
 }
 
+/// What `world!` asks of each component type: whether it implements [`EntityRefs`], through
+/// `(&&RefsProbe::<T>::NEW).declares_refs()` with [`DeclaresRefs`] and [`NoRefs`] in scope (the
+/// first applies when `T: EntityRefs`, the second otherwise).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct RefsProbe<T>(core::marker::PhantomData<T>);
+
+impl<T> RefsProbe<T> {
+    /// The probe.
+    pub const NEW: Self = Self(core::marker::PhantomData);
+}
+
+/// See [`RefsProbe`].
+#[doc(hidden)]
+pub trait DeclaresRefs {
+    /// True.
+    fn declares_refs(&self) -> bool;
+}
+
+impl<T: EntityRefs> DeclaresRefs for &RefsProbe<T> {
+    fn declares_refs(&self) -> bool {
+        true
+    }
+}
+
+/// See [`RefsProbe`].
+#[doc(hidden)]
+pub trait NoRefs {
+    /// False.
+    fn declares_refs(&self) -> bool;
+}
+
+impl<T> NoRefs for RefsProbe<T> {
+    fn declares_refs(&self) -> bool {
+        false
+    }
+}
+
 /// Calls back with each entity-referencing component type.
 pub trait RefVisitor {
     /// Called with one type.
@@ -414,6 +527,9 @@ impl<H: EntityRefs, T: RefList> RefList for (H, T) {
 pub fn try_bind_durable<W: DurableRoster>(world: &mut W) -> Result<(), InitError> {
     if !W::Refs::all_in::<W::Components>() {
         return Err(InitError::UnknownRefComponent);
+    }
+    if let Some(component) = W::undeclared_entity_refs() {
+        return Err(InitError::UndeclaredEntityRefs { component });
     }
     world.try_bind()
 }

@@ -170,8 +170,8 @@ macro_rules! world {
         $crate::world!(@world [$crate::durable::Durable<__LudusAlloc>; try_new_durable, try_new_durable_in
             (config: $crate::durable::DurableConfig); $crate::world::ReadOnly::try_new_durable;
             $crate::durable::roster::try_bind_durable] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
-        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::durable::DurableRoster for $name<__LudusAlloc> {
-            type Refs = $crate::world!(@list $($($rty),*)?);
+        impl<__LudusAlloc: $crate::world::__private::Alloc> $crate::durable::DurableRoster for $name<__LudusAlloc> { type Refs = $crate::world!(@list $($($rty),*)?);
+            fn undeclared_entity_refs() -> ::core::option::Option<&'static str> { $crate::__undeclared_refs!([$($($rty),*)?] $($fields)+) }
         }
     };
     // A plain world: no hooks.
@@ -179,4 +179,24 @@ macro_rules! world {
         $crate::world!(@world [(); try_new, try_new_in (); $crate::world::ReadOnly::no_hooks_in;
             $crate::world::WorldOps::try_bind] $(#[$meta])* $vis struct $name { $($fields)+ } $( groups { $($groups)* } )?);
     };
+}
+
+/// The first field of a durable `world!` whose type implements `EntityRefs` but is not among
+/// the declared `entity_refs` types (`DurableRoster::undeclared_entity_refs`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __undeclared_refs {
+    ([$($rty:ty),*] $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty ),+ $(,)?) => {{
+        #[allow(unused_imports)]
+        use $crate::durable::roster::{DeclaresRefs as _, NoRefs as _};
+        let declared: &[::core::any::TypeId] = &[$(::core::any::TypeId::of::<$rty>()),*];
+        $(
+            if (&&$crate::durable::roster::RefsProbe::<$ty>::NEW).declares_refs()
+                && !declared.contains(&::core::any::TypeId::of::<$ty>())
+            {
+                return ::core::option::Option::Some(stringify!($field));
+            }
+        )+
+        ::core::option::Option::None
+    }};
 }

@@ -1004,3 +1004,57 @@ fn respawn_of_a_protected_entity_is_refused() {
     w.set_protected(settings, false).unwrap();
     assert_eq!(w.destroy(settings), Ok(()));
 }
+
+/// An aim with a list of waypoints, declared by the derive.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, ludus::durable::EntityRefs)]
+#[repr(C)]
+pub struct Route {
+    /// The target.
+    pub target: EntityId,
+    /// Waypoints.
+    pub via: [EntityId; 2],
+    /// Speed.
+    pub speed: f32,
+    /// Padding.
+    pub _pad: u32,
+}
+
+ludus::world! {
+    /// Routes, not declared.
+    pub struct Forgot { pub pos: Pos, pub route: Route }
+    durable
+}
+
+ludus::world! {
+    /// Routes, declared.
+    pub struct Declared { pub pos: Pos, pub route: Route }
+    durable { entity_refs { Route } }
+}
+
+#[test]
+fn a_component_with_entity_fields_left_out_of_entity_refs_is_refused_at_init() {
+    assert_eq!(
+        Forgot::try_new_durable(4, DurableConfig::default()).unwrap_err(),
+        ludus::world::InitError::UndeclaredEntityRefs { component: "route" }
+    );
+    // Declared, the derive's fields are all rewritten: a duplicate's route names the copies.
+    let mut w = Declared::try_new_durable(8, DurableConfig::default()).unwrap();
+    w.begin_structural();
+    let a = w.spawn((Pos(1.0),)).unwrap();
+    let b = w.spawn((Pos(2.0),)).unwrap();
+    w.insert(
+        a,
+        Route {
+            target: b,
+            via: [a, b],
+            speed: 1.0,
+            _pad: 0,
+        },
+    )
+    .unwrap();
+    let mut out = [EntityId::NULL; 2];
+    w.duplicate(&[a, b], &mut SeqEntropy::new(4), &mut out)
+        .unwrap();
+    let copy = *w.route.get(out[0]).unwrap();
+    assert_eq!((copy.target, copy.via), (out[1], [out[0], out[1]]));
+}

@@ -64,6 +64,15 @@ pub enum InitError {
     /// A type of the `entity_refs` clause is not a component of the world.
     #[error("an entity_refs type is not a component of the world")]
     UnknownRefComponent,
+    /// A component's type implements `EntityRefs` (it has entity fields) but the world's
+    /// `entity_refs` clause does not declare it: its references would be copied raw.
+    #[error(
+        "component {component} implements EntityRefs but is not in the world's entity_refs clause"
+    )]
+    UndeclaredEntityRefs {
+        /// The component's roster name.
+        component: &'static str,
+    },
 }
 
 /// Failure of a structural operation (create, release, insert, remove, destroy, commit).
