@@ -299,6 +299,25 @@ fn content() -> Result<(), Box<dyn std::error::Error>> {
     );
     let again = save_world_bytes(&fresh, scope, "ludus.tour.v1", document)?;
     println!("  saved again: byte-identical: {}", again == bytes);
+    // One identity: a restored entity's stable id is its binding key, so a transaction
+    // addresses it and the checkpoint digest covers it.
+    let scout_id = fresh.stable_id(scout_again).ok_or("no identity")?;
+    let digest = fresh.checkpoint_digest()?;
+    let moved = ludus::durable::ComponentValue::of(&fresh, &Position { x: 7.0, y: 0.0 })?;
+    fresh.transact(&ludus::durable::Transaction {
+        label: "move-scout".into(),
+        commands: vec![ludus::durable::TxCommand::Update {
+            id: scout_id,
+            components: vec![moved],
+        }],
+    })?;
+    println!(
+        "  the scout's identity is its key ({}…); moved by a transaction to x = {}; the digest \
+         saw it: {}",
+        &scout_id.to_string()[..20],
+        fresh.get::<Position>(scout_again).map_or(f32::NAN, |p| p.x),
+        fresh.checkpoint_digest()? != digest
+    );
     let before = fresh.counts().to_json();
     let refused = restore_world_from_slice(
         std::path::Path::new("tour.world.json"),

@@ -653,6 +653,11 @@ pub(crate) fn check_persistent_world<W: DurableRoster>(world: &mut W) -> Result<
     if !durable.stable.scratch_is_empty() {
         durable.stable.abandon_scratch();
     }
+    // The same for a duplication a panic cut short: its reservations in the binding table
+    // would otherwise skew a checkpoint restore's refill check.
+    if !durable.bindings.scratch_is_empty() {
+        durable.bindings.abandon_scratch();
+    }
     if !crate::world::command::structural::roster_intact(world) {
         return Err(WorldError::ForeignPool.into());
     }
