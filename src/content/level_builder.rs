@@ -69,8 +69,9 @@ pub enum LevelBuildError {
     /// The type is not a component of the world's roster.
     #[error("{0} is not a component of this world")]
     UnknownComponent(&'static str),
-    /// The value has no JSON form, or an entity field holds neither a [`LevelRef`]
-    /// placeholder nor `EntityId::NULL`.
+    /// The value has no JSON form, or an entity field holds a runtime handle (whose bits are
+    /// no UUID). A placeholder of another builder's entity is not caught here: `build`
+    /// leaves it to the restore, which refuses a reference to an entity the level lacks.
     #[error("component {component}: {message}")]
     Component {
         /// The component's roster name.

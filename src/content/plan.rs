@@ -40,7 +40,9 @@ use crate::durable::{
     first_cycle, Activation, BindingKind, DurableError, DurableOps, DurableRoster, HierarchyError,
     MAX_LABEL_LEN, MAX_NAME_LEN,
 };
-use crate::identity::{InstanceId, PersistentObjectKey, SourceObjectId};
+use crate::identity::{
+    format_uuid, InstanceId, PersistentObjectKey, SourceObjectId, UUID_TEXT_LEN,
+};
 use crate::world::roster::Roster;
 use crate::world::{insert_value, roster_intact, EntityId, WorldError};
 use serde_json::Value;
@@ -128,6 +130,11 @@ impl Plan {
         let start = self.names.len();
         self.names.push_str(name);
         let label = label.get(..label.len().min(MAX_LABEL_LEN)).unwrap_or("");
+        // A label that is the entity's own UUID text is what a save derives for an entity
+        // without one: not held (it would cost the arena 36 bytes per entity for nothing).
+        let mut text = [0u8; UUID_TEXT_LEN];
+        let own = label.len() == UUID_TEXT_LEN && format_uuid(&uuid, &mut text) == label;
+        let label = if own { "" } else { label };
         self.names.push_str(label);
         self.entities.push(PlanEntity {
             uuid,

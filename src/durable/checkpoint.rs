@@ -754,8 +754,8 @@ const PREFETCH: usize = 8;
 /// Writes the canonical bytes (module docs) to `out`, calling `flush(out)` whenever `out`
 /// holds `chunk` bytes or more, and once at the end.
 ///
-/// Pass 1 walks the binding table in slot order (so the registry and the pools are read about
-/// front to back): a row per entity, and its id and component values copied into a staging
+/// Pass 1 walks the stable-id index and then the binding table, each in slot order (so the
+/// registry and the pools are read about front to back): a row per entity, and its id and component values copied into a staging
 /// buffer (per entity: tag, key, a presence byte per component, the values). The rows are
 /// bucket-sorted by id; pass 2 writes each record in id order from its staged bytes, asked
 /// for [`PREFETCH`] records ahead (id order is a random walk over slot order; staging keeps
@@ -1038,8 +1038,9 @@ pub trait CheckpointOps: PersistentOps {
     }
 
     /// Replaces every entity with a stable id by the checkpoint's, all or nothing: the whole
-    /// checkpoint is validated first (format, order, identity records, components and their
-    /// references, parents, names, capacity, budgets); then the current ones are destroyed
+    /// checkpoint is validated first (format, schema, order, identity records, components and
+    /// their references, parents, bindings and protection, names and labels, capacity, the
+    /// refill of both identity tables, budgets); then the current ones are destroyed
     /// (their handles go stale) and fresh entities are created and bound by stable id, their
     /// values written, named and linked under their parents in position order. Entities
     /// without a stable id are kept (children of a destroyed entity follow the orphan

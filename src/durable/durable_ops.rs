@@ -146,7 +146,8 @@ pub trait DurableOps: WorldOps + DurableRoster {
     ///
     /// # Errors
     /// [`DurableError::Disabled`], `World(Rejected)`, `Hierarchy(InvalidLabel)`,
-    /// `Hierarchy(NameBudget)`.
+    /// `Hierarchy(NameBudget)`, `Hierarchy(NameTooLong)` (name and label together over
+    /// `MAX_NAME_LEN`).
     fn set_label(&mut self, entity: EntityId, label: &str) -> Result<(), DurableError> {
         let (registry, durable) = enabled_mut(self)?;
         registry.check_alive(entity)?;

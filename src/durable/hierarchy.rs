@@ -61,8 +61,8 @@ pub enum HierarchyError {
         /// The name's length in bytes.
         len: usize,
     },
-    /// A label is empty (to clear one, set `""`), longer than [`MAX_LABEL_LEN`] bytes, or not
-    /// of the legacy-id rule (ASCII letters, digits, `_ - . :`).
+    /// A label longer than [`MAX_LABEL_LEN`] bytes or not of the legacy-id rule (ASCII
+    /// letters, digits, `_ - . :`); `""` is no label (it clears one).
     #[error("a label is 1-64 ASCII letters, digits or `_ - . :`")]
     InvalidLabel,
     /// The index is beyond the parent's children.
@@ -477,7 +477,8 @@ impl<A: Allocator + Clone> Hierarchy<A> {
     ///
     /// # Errors
     /// [`HierarchyError::InvalidLabel`] for a label of another rule than the legacy-id rule;
-    /// the budget errors of [`set_name`](Self::set_name).
+    /// the budget errors of [`set_name`](Self::set_name) (`NameTooLong` when the name and the
+    /// label together pass [`MAX_NAME_LEN`]).
     pub(crate) fn set_label(&mut self, slot: u32, label: &str) -> Result<(), HierarchyError> {
         if !label.is_empty() && !crate::identity::is_legacy_id(label) {
             return Err(HierarchyError::InvalidLabel);

@@ -729,9 +729,20 @@ pub trait PersistentOps: DurableOps {
         // Validate in order, simulating which ids are live and how many slots are free (a
         // create may take a slot a delete earlier in the transaction freed).
         let mut sim: HashMap<PersistentId, Sim> = HashMap::with_capacity(tx.commands.len());
-        let live = |sim: &HashMap<PersistentId, Sim>, id: &PersistentId| match sim.get(id) {
-            Some(s) => *s == Sim::Live,
-            None => self.entity_of(id).is_some(),
+        // One entity may answer to two ids (a spawned entity that is also bound): the
+        // simulation keys a live entity by its own stable id, so a delete through either id
+        // is seen through the other.
+        let canon = |id: &PersistentId| {
+            self.entity_of(id)
+                .and_then(|e| self.stable_id(e))
+                .unwrap_or(*id)
+        };
+        let live = |sim: &HashMap<PersistentId, Sim>, id: &PersistentId| {
+            let id = canon(id);
+            match sim.get(&id) {
+                Some(s) => *s == Sim::Live,
+                None => self.entity_of(&id).is_some(),
+            }
         };
         // The first identity `values` reference that is not live at this point.
         let unresolved = |sim: &HashMap<PersistentId, Sim>, values: &[ComponentValue]| {
@@ -813,12 +824,13 @@ pub trait PersistentOps: DurableOps {
                     }
                     // A release at the terminal generation retires the slot instead (an
                     // entity created by this transaction is counted as freeing nothing).
-                    let frees = !sim.contains_key(id)
+                    let key = canon(id);
+                    let frees = !sim.contains_key(&key)
                         && self
                             .entity_of(id)
                             .is_some_and(|e| e.generation() != TERMINAL_GENERATION);
                     room += usize::from(frees);
-                    sim.insert(*id, Sim::Deleted);
+                    sim.insert(key, Sim::Deleted);
                     revisions += 1 + pools;
                 }
             }

@@ -118,8 +118,8 @@ macro_rules! world {
             /// owner token is issued after every array was allocated.
             ///
             /// # Errors
-            /// As [`WorldOps::try_bind`]($crate::world::WorldOps::try_bind) (and for a durable
-            /// world an `entity_refs` type that is not a component), and allocation.
+            /// As [`WorldOps::try_bind`]($crate::world::WorldOps::try_bind) (a durable world also:
+            /// `UnknownRefComponent`, `UndeclaredEntityRefs`), and allocation.
             pub fn $new_in(capacity: usize, $($cfg: $cty,)? alloc: __LudusAlloc)
                 -> ::core::result::Result<Self, $crate::world::InitError> {
                 let mut world = Self {

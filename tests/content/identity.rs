@@ -10,6 +10,7 @@ use ludus::durable::{
 };
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::{PersistentId, PersistentObjectKey};
+use ludus::prelude::Activation;
 use ludus::prelude::*;
 
 const SCHEMA: &str = "ludus.test.v1";
@@ -284,4 +285,55 @@ fn a_checkpoint_refuses_bindings_it_cannot_restore() {
         Err(CheckpointError::World(DurableError::Activation(_)))
     ));
     assert_eq!(small.registry.len(), 0);
+}
+
+/// A spawned entity that is also bound answers to both ids: a transaction that deletes it
+/// through one and then names it through the other is refused whole.
+#[test]
+fn an_entity_with_two_ids_is_one_entity_to_a_transaction() {
+    let mut w = level(16);
+    let mut entropy = SeqEntropy::new(0x71d);
+    let s = PreparedSpawn::prepare_in(&w, (Hp { hp: 1 },), &mut entropy).unwrap();
+    w.transact(&tx(vec![TxCommand::Create { spawn: s.clone() }]))
+        .unwrap();
+    let e = w.entity_of(&s.id).unwrap();
+    let key = PersistentObjectKey::new(instance(5), object(5));
+    w.activate(&[Activation::new(e, key)]).unwrap();
+    let by_key = PersistentId::Authored(bytemuck::cast(key));
+    assert_eq!(w.entity_of(&by_key), Some(e));
+    assert_eq!(
+        w.stable_id(e),
+        Some(s.id),
+        "the spawned id stays its identity"
+    );
+    let digest = w.checkpoint_digest().unwrap();
+    let hp = ComponentValue::of(&w, &Hp { hp: 2 }).unwrap();
+    for commands in [
+        vec![
+            TxCommand::Delete { id: s.id },
+            TxCommand::Update {
+                id: by_key,
+                components: vec![hp.clone()],
+            },
+        ],
+        vec![
+            TxCommand::Delete { id: by_key },
+            TxCommand::Delete { id: s.id },
+        ],
+    ] {
+        let r = w.transact(&tx(commands));
+        assert!(
+            matches!(r, Err(ludus::durable::TxError::Command { index: 1, .. })),
+            "{r:?}"
+        );
+        assert_eq!(w.checkpoint_digest().unwrap(), digest, "nothing applied");
+        assert!(w.registry.is_alive(e));
+    }
+    // Through either id alone, it is one entity.
+    w.transact(&tx(vec![TxCommand::Update {
+        id: by_key,
+        components: vec![hp],
+    }]))
+    .unwrap();
+    assert_eq!(w.hp.get(e), Some(&Hp { hp: 2 }));
 }

@@ -628,7 +628,9 @@ fn a_checkpoint_of_another_shape_is_refused() {
         })
     );
     assert_eq!(shuffled.registry.len(), 0);
-    // A schema edited to match is caught by the values' references all the same.
+    // A schema edited to match is not caught as such: here the golden aims' speed bytes land
+    // in `AimLate`'s entity field, which must be null, so the values are refused; a value
+    // whose bytes happened to be zero there would be misread. The schema is the guard.
     let mut forged = cp.clone();
     forged.schema = ludus::durable::ComponentShape::roster::<Shuffled>();
     assert!(shuffled.restore(&forged).is_err());
