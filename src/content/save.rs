@@ -266,8 +266,8 @@ where
             out.extend_from_slice(&text);
         }
         out.extend_from_slice(b"\",\"name\":");
-        // A name that is its label is a legacy id: no escape either.
-        if label && !saved.is_stored(slot) {
+        // A legacy-id name needs no escape either.
+        if saved.is_plain(slot) {
             out.push(b'"');
             out.extend_from_slice(name.as_bytes());
             out.push(b'"');
@@ -383,6 +383,8 @@ struct Saved<'w> {
     labels: Vec<u64>,
     /// One bit per slot: its candidate is a stored label (never replaced: a repeat refuses).
     stored: Vec<u64>,
+    /// One bit per slot: its name is a legacy id (written without an escape scan).
+    plain: Vec<u64>,
 }
 
 impl<'w> Saved<'w> {
@@ -397,19 +399,29 @@ impl<'w> Saved<'w> {
             self.texts.resize(at + 1, "");
             self.labels.resize(at / 64 + 1, 0);
             self.stored.resize(at / 64 + 1, 0);
+            self.plain.resize(at / 64 + 1, 0);
         }
         self.objects[at] = object;
         self.ranks[at] = u64::from(generation) << 32;
         self.names[at] = name;
         self.texts[at] = text;
         let stored = !core::ptr::eq(text, name) && !text.is_empty();
+        let plain = is_legacy_id(name);
         let (word, bit) = (at / 64, 1u64 << (slot % 64));
-        if stored {
-            self.stored[word] |= bit;
-        } else {
-            self.stored[word] &= !bit;
+        for (set, on) in [(&mut self.stored, stored), (&mut self.plain, plain)] {
+            if on {
+                set[word] |= bit;
+            } else {
+                set[word] &= !bit;
+            }
         }
-        self.set_label(slot, stored || is_legacy_id(name));
+        self.set_label(slot, stored || plain);
+    }
+
+    /// Whether a saved slot's name is a legacy id.
+    #[inline(always)]
+    fn is_plain(&self, slot: u32) -> bool {
+        self.plain[slot as usize / 64] >> (slot % 64) & 1 != 0
     }
 
     /// The label candidate of a saved slot.
