@@ -4,15 +4,16 @@
 //! field is visited, a number or an array of numbers is not, an array of `EntityId`s visits each
 //! element, and a field of any other type must implement `EntityFields` itself — which a type
 //! deriving `EntityRefs` does. A field whose type declares nothing is a compile error, so an
-//! entity field cannot be left out, however deeply it is nested.
+//! entity field cannot be left out, however deeply it is nested. A field of a foreign type that
+//! holds no entity (a math vector, say) is skipped by saying so: `#[entity_refs(skip)]`.
 
 use proc_macro::TokenStream;
 use quote::quote;
-use syn::{parse_macro_input, Data, DeriveInput, Fields, Index};
+use syn::{parse_macro_input, Data, DeriveInput, Field, Index};
 
 /// Implements `EntityRefs` (and `EntityFields`, so the type can be a field of another) by
 /// visiting every field (crate docs).
-#[proc_macro_derive(EntityRefs)]
+#[proc_macro_derive(EntityRefs, attributes(entity_refs))]
 pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     let name = &input.ident;
@@ -28,23 +29,24 @@ pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
             .into()
         }
     };
-    let visits: Vec<proc_macro2::TokenStream> = match fields {
-        Fields::Named(named) => named
-            .named
-            .iter()
-            .map(|f| {
-                let field = f.ident.as_ref();
-                quote! { ::ludus::durable::EntityFields::visit_fields(&mut self.#field, visit); }
-            })
-            .collect(),
-        Fields::Unnamed(unnamed) => (0..unnamed.unnamed.len())
-            .map(|i| {
-                let field = Index::from(i);
-                quote! { ::ludus::durable::EntityFields::visit_fields(&mut self.#field, visit); }
-            })
-            .collect(),
-        Fields::Unit => Vec::new(),
-    };
+    let mut visits = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        match skipped(f) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => return e.to_compile_error().into(),
+        }
+        let access = match &f.ident {
+            Some(name) => quote! { #name },
+            None => {
+                let index = Index::from(i);
+                quote! { #index }
+            }
+        };
+        visits.push(
+            quote! { ::ludus::durable::EntityFields::visit_fields(&mut self.#access, visit); },
+        );
+    }
     quote! {
         impl #impl_generics ::ludus::durable::EntityRefs for #name #ty_generics #where_clause {
             fn visit_entities(
@@ -65,4 +67,21 @@ pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
         }
     }
     .into()
+}
+
+/// Whether `f` is marked `#[entity_refs(skip)]` (any other `entity_refs` attribute is an
+/// error).
+fn skipped(f: &Field) -> syn::Result<bool> {
+    let mut skip = false;
+    for attr in f.attrs.iter().filter(|a| a.path().is_ident("entity_refs")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("skip") {
+                skip = true;
+                Ok(())
+            } else {
+                Err(meta.error("expected `skip`"))
+            }
+        })?;
+    }
+    Ok(skip)
 }

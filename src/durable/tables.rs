@@ -87,6 +87,18 @@ impl Default for DurableConfig {
 /// assert_eq!(n, 3);
 /// ```
 ///
+/// A field of a foreign type that holds no entity is skipped by saying so:
+///
+/// ```
+/// use ludus::prelude::*;
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// pub struct Vec2 { pub x: f32, pub y: f32 } // think of a math crate's type
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, EntityRefs)]
+/// #[repr(C)]
+/// pub struct Seek { pub target: EntityId, #[entity_refs(skip)] pub offset: Vec2 }
+/// ```
+///
 /// A field of a type that declares nothing does not compile:
 ///
 /// ```compile_fail,E0277
@@ -149,7 +161,28 @@ macro_rules! no_entity_fields {
         }
     )*};
 }
-no_entity_fields!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+no_entity_fields!(
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    f32,
+    f64,
+    ()
+);
+
+impl<T: ?Sized> EntityFields for core::marker::PhantomData<T> {
+    #[inline(always)]
+    fn visit_fields(&mut self, _: &mut dyn FnMut(&mut EntityId)) {}
+}
 
 /// Counters of the durable part (observability).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

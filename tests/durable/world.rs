@@ -1058,3 +1058,33 @@ fn a_component_with_entity_fields_left_out_of_entity_refs_is_refused_at_init() {
     let copy = *w.route.get(out[0]).unwrap();
     assert_eq!((copy.target, copy.via), (out[1], [out[0], out[1]]));
 }
+
+/// A foreign-looking field skipped by the derive, and a marker field.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, ludus::durable::EntityRefs)]
+#[repr(C)]
+pub struct Seek {
+    /// The target.
+    pub target: EntityId,
+    /// An offset (a math type in a real game): skipped.
+    #[entity_refs(skip)]
+    pub offset: Pos,
+    /// Padding.
+    pub _pad: u32,
+    /// A marker.
+    pub _marker: core::marker::PhantomData<u8>,
+}
+
+#[test]
+fn the_derive_skips_a_field_marked_skip_and_visits_the_rest() {
+    use ludus::durable::EntityRefs;
+    let e = EntityId::from_raw_parts(1, 2, 3);
+    let mut s = Seek {
+        target: e,
+        offset: Pos(4.0),
+        _pad: 0,
+        _marker: core::marker::PhantomData,
+    };
+    let mut seen = Vec::new();
+    s.visit_entities(&mut |x| seen.push(*x));
+    assert_eq!(seen, [e]);
+}
