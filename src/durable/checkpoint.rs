@@ -1160,19 +1160,16 @@ pub trait CheckpointOps: PersistentOps {
         // Every entry of the world's two tables is a live entity's (the destroy hook removes
         // it), and every such entity has a stable id, so once `old` is destroyed both tables
         // are empty: the refill below cannot fail if it fits an empty table.
-        let keyed = |bound: bool| -> Vec<(usize, PersistentObjectKey)> {
-            let entities = checkpoint.entities.iter().enumerate();
-            match bound {
-                true => entities
-                    .filter_map(|(i, e)| e.binding.map(|b| (i, b.key)))
-                    .collect(),
-                false => entities
-                    .filter(|(_, e)| e.id.is_spawned())
-                    .map(|(i, e)| (i, bytemuck::cast(e.id.key_bytes())))
-                    .collect(),
-            }
-        };
-        let (bound, spawned) = (keyed(true), keyed(false));
+        // The refill, in creation order: each binding key, each spawned id's index key (with
+        // the entity's position, for the error).
+        let entities = || checkpoint.entities.iter().enumerate();
+        let bound: Vec<(usize, PersistentObjectKey)> = entities()
+            .filter_map(|(i, e)| e.binding.map(|b| (i, b.key)))
+            .collect();
+        let spawned: Vec<(usize, PersistentObjectKey)> = entities()
+            .filter(|(_, e)| e.id.is_spawned())
+            .map(|(i, e)| (i, bytemuck::cast(e.id.key_bytes())))
+            .collect();
         let durable = self.durable();
         for (table, keys) in [(&durable.bindings, &bound), (&durable.stable, &spawned)] {
             if keys.len() > table.capacity() {

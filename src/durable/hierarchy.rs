@@ -513,11 +513,7 @@ impl<A: Allocator + Clone> Hierarchy<A> {
             self.names[start..self.used].rotate_left(size);
             let mut read = start;
             while read < self.used - size {
-                let moved =
-                    u32::from_le_bytes(self.names[read..read + 4].try_into().unwrap_or([0; 4]));
-                let len =
-                    u16::from_le_bytes(self.names[read + 4..read + 6].try_into().unwrap_or([0; 2]))
-                        as usize;
+                let (moved, len) = self.header(read);
                 if let Some(m) = self.nodes.get_mut(moved as usize) {
                     m.name_at = (read + NAME_HEADER) as u32;
                 }
@@ -607,14 +603,18 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         n.name_len = (n.name_len & PROTECTED) | len as u32;
     }
 
+    /// The slot and length (name and label) of the record whose header is at `at`.
+    fn header(&self, at: usize) -> (u32, usize) {
+        let slot = u32::from_le_bytes(self.names[at..at + 4].try_into().unwrap_or([0; 4]));
+        let len = u16::from_le_bytes(self.names[at + 4..at + 6].try_into().unwrap_or([0; 2]));
+        (slot, usize::from(len))
+    }
+
     /// Moves every live record to the front of the arena, in order.
     fn compact(&mut self) {
         let (mut read, mut write) = (0, 0);
         while read < self.used {
-            let slot = u32::from_le_bytes(self.names[read..read + 4].try_into().unwrap_or([0; 4]));
-            let len =
-                u16::from_le_bytes(self.names[read + 4..read + 6].try_into().unwrap_or([0; 2]))
-                    as usize;
+            let (slot, len) = self.header(read);
             let size = NAME_HEADER + len;
             let alive = self
                 .nodes
