@@ -17,7 +17,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 // The durable forms (checkpoints and their digests, prepared commands, transaction values,
-// replay logs) hold components' `Pod` bytes as they are in memory: little-endian on every target
+// replay logs) hold components' bytes as they are in memory: little-endian on every target
 // ludus builds for, and a `repr(C)` layout without padding is the same on all of them. A
 // big-endian target would write other bytes for the same values, so it is refused here.
 #[cfg(target_endian = "big")]

@@ -271,7 +271,7 @@ fn component_name<W: DurableRoster, T: 'static>() -> Option<&'static str> {
         found: Option<usize>,
     }
     impl TypeVisitor for Find {
-        fn visit<U: bytemuck::Pod>(&mut self) {
+        fn visit<U: crate::world::Component>(&mut self) {
             if self.found.is_none() && core::any::TypeId::of::<U>() == self.want {
                 self.found = Some(self.at);
             }

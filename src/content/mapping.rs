@@ -3,7 +3,7 @@
 //!
 //! A world's components map to record components **by name**: the roster's field names
 //! ([`Roster::NAMES`](crate::world::roster::Roster::NAMES)) are the component names of the record.
-//! Each component's properties are its serde form ([`RecordComponent`]: `Pod` + `Serialize` +
+//! Each component's properties are its serde form ([`RecordComponent`]: [`Component`](crate::world::Component) + `Serialize` +
 //! `DeserializeOwned`, a blanket impl), so a `#[derive(Serialize, Deserialize)]` struct is a
 //! record component. Entity-typed fields are the ones the component's
 //! [`EntityRefs`](crate::durable::EntityRefs) impl visits (declared in the world's
@@ -39,7 +39,7 @@
 
 use core::any::TypeId;
 
-use bytemuck::Pod;
+use crate::world::Component;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use uuid::Uuid;
@@ -56,9 +56,9 @@ use crate::world::EntityId;
             `#[serde(with = \"ludus::content::entity_ref\")]`, and its component type goes in the \
             world's `durable {{ entity_refs {{ .. }} }}` clause"
 )]
-pub trait RecordComponent: Pod + Serialize + DeserializeOwned {}
+pub trait RecordComponent: Component + Serialize + DeserializeOwned {}
 
-impl<T: Pod + Serialize + DeserializeOwned> RecordComponent for T {}
+impl<T: Component + Serialize + DeserializeOwned> RecordComponent for T {}
 
 /// Calls back with one record component type and its position in the roster.
 pub trait RecordVisitor {
@@ -171,7 +171,7 @@ pub mod entity_ref {
 /// Rewrites every entity-typed field of the values of `T` held as bytes in `values`
 /// (`size_of::<T>()` each) with `f`, when `T` is one of `W`'s [`EntityRefs`](crate::durable::EntityRefs) types; does
 /// nothing otherwise.
-pub(crate) fn rewrite_refs<W: DurableRoster, T: Pod>(
+pub(crate) fn rewrite_refs<W: DurableRoster, T: Component>(
     values: &mut [u8],
     f: &mut dyn FnMut(usize, &mut EntityId),
 ) {

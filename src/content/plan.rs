@@ -25,7 +25,7 @@
 
 use core::mem::size_of;
 
-use bytemuck::Pod;
+use crate::world::store::component::{self, Component};
 
 use serde::de::value::MapDeserializer;
 use serde::de::{self, Deserializer, Visitor};
@@ -242,7 +242,7 @@ impl Plan {
 
     /// Stages `value` as roster component `component` of plan entity `entity` (the caller
     /// decoded it as that component's type).
-    pub(crate) fn push_value<T: Pod>(&mut self, entity: usize, component: usize, value: &T) {
+    pub(crate) fn push_value<T: Component>(&mut self, entity: usize, component: usize, value: &T) {
         let column = &mut self.columns[component];
         if column.owners.capacity() == 0 {
             column.owners.reserve(self.expected);
@@ -445,11 +445,10 @@ impl Plan {
                 fn visit<T: RecordComponent>(&mut self, _: usize) {
                     let size = size_of::<T>();
                     for (i, &o) in self.owners.iter().enumerate() {
-                        let v: T =
-                            bytemuck::pod_read_unaligned(&self.bytes[i * size..(i + 1) * size]);
-                        if let Err(e) =
+                        let v = component::try_read::<T>(&self.bytes[i * size..(i + 1) * size]);
+                        if let Err(e) = v.and_then(|v| {
                             insert_value::<W, T>(self.world, self.created[o as usize], v)
-                        {
+                        }) {
                             self.result = Err(e);
                             return;
                         }

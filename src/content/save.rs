@@ -33,6 +33,7 @@ use crate::identity::{
     format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
 use crate::world::roster::PoolsRefList;
+use crate::world::store::component::{self, Component};
 use crate::world::{EntityId, WorldError};
 
 /// Why a world was not saved.
@@ -670,10 +671,13 @@ struct Column {
 impl Column {
     /// The value at `rank`, if that entity has one.
     #[inline(always)]
-    fn get<T: bytemuck::Pod>(&self, rank: usize) -> Option<T> {
+    fn get<T: Component>(&self, rank: usize) -> Option<T> {
         let size = core::mem::size_of::<T>();
-        (self.present[rank / 64] >> (rank % 64) & 1 != 0)
-            .then(|| bytemuck::pod_read_unaligned(&self.bytes[rank * size..(rank + 1) * size]))
+        (self.present[rank / 64] >> (rank % 64) & 1 != 0).then(|| {
+            // A pool's value with entity fields rewritten (each an `EntityId`, any pattern).
+            component::read(&self.bytes[rank * size..(rank + 1) * size])
+                .expect("a saved column holds valid values")
+        })
     }
 }
 
@@ -710,11 +714,12 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
                 let Some(rank) = self.saved.of(key.slot(), key.generation()) else {
                     continue;
                 };
-                let mut copy = *value;
+                let at = &mut column.bytes[rank * size..(rank + 1) * size];
+                at.copy_from_slice(bytemuck::bytes_of(value));
                 if has_refs::<W, T>() {
                     let saved = self.saved;
                     let mut outside = false;
-                    rewrite_refs::<W, T>(bytemuck::bytes_of_mut(&mut copy), &mut |_, r| {
+                    rewrite_refs::<W, T>(at, &mut |_, r| {
                         if r.is_null() {
                             return;
                         }
@@ -735,8 +740,6 @@ impl<W: DurableOps> RecordVisitor for Gather<'_, W> {
                         self.outside.push((rank, index));
                     }
                 }
-                column.bytes[rank * size..(rank + 1) * size]
-                    .copy_from_slice(bytemuck::bytes_of(&copy));
                 column.present[rank / 64] |= 1 << (rank % 64);
             }
         }

@@ -32,14 +32,14 @@
 //!                             target), key: [u8; 32] (zero for no target)
 //! ```
 //!
-//! Values are the components' `Pod` bytes in the machine's byte order (little-endian on every
+//! Values are the components' bytes in the machine's byte order (little-endian on every
 //! platform ludus is built for), every entity-typed field zero; a component without entity
 //! fields has no references.
 
 use core::any::TypeId;
 
+use crate::world::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -139,7 +139,7 @@ pub struct Checkpoint {
 }
 
 /// The shape of one roster component, as a checkpoint records it: its roster name, the size
-/// and alignment of its `Pod` type, and the byte offset of each entity-typed field (in the
+/// and alignment of its type, and the byte offset of each entity-typed field (in the
 /// order its [`EntityRefs`](crate::durable::EntityRefs) impl visits them). Two rosters whose
 /// components have the same shapes read each other's values the same way; any other
 /// difference refuses the restore ([`CheckpointError::Schema`]).
@@ -163,7 +163,7 @@ impl ComponentShape {
     pub fn roster<W: DurableRoster>() -> Vec<ComponentShape> {
         struct Shapes(Vec<(TypeId, u32, u32)>);
         impl TypeVisitor for Shapes {
-            fn visit<T: Pod>(&mut self) {
+            fn visit<T: Component>(&mut self) {
                 self.0.push((
                     TypeId::of::<T>(),
                     core::mem::size_of::<T>() as u32,
@@ -189,7 +189,8 @@ impl ComponentShape {
 }
 
 /// The offset of each entity field of `W`'s component type `ty` (`size` bytes): a zeroed value
-/// whose visited fields are set to distinct markers, each marker then found in its bytes.
+/// (a valid one: `EntityRefs: Zeroable`) whose visited fields are set to distinct markers,
+/// each marker then found in its bytes.
 fn entity_fields<W: DurableRoster>(ty: TypeId, size: usize) -> Vec<u32> {
     let marker =
         |k: usize| EntityId::from_raw_parts(0xa5a5_5a5a_c3c3_3c3c, k as u32 + 1, 0x5a5a_a5a5);
@@ -246,8 +247,8 @@ pub enum CheckpointError {
         /// Position.
         index: usize,
     },
-    /// A component the world does not name, of the wrong size, repeated, the reserved
-    /// identity name, or whose references are malformed (entity fields not null, not one
+    /// A component the world does not name, of the wrong size, holding no valid value (a
+    /// `bool` byte other than 0 or 1), repeated, the reserved identity name, or whose references are malformed (entity fields not null, not one
     /// identity per field).
     #[error("entity {index}: bad component {component}")]
     Component {
@@ -505,7 +506,7 @@ struct ValueOf<'w, W: Roster> {
 }
 
 impl<'w, W: Roster> TypeVisitor for ValueOf<'w, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         if TypeId::of::<T>() == self.want {
             let pools = self.world.parts_ref().1;
             self.out = pools
@@ -584,7 +585,7 @@ fn id_of(k: &(u8, u128, u128)) -> Option<PersistentId> {
 /// Roster components sorted by name: `(name, type)`.
 fn by_name<W: Roster>() -> Vec<(&'static str, TypeId)> {
     let mut names: Vec<(&'static str, TypeId)> =
-        schema::<W>().into_iter().map(|(n, t, _)| (n, t)).collect();
+        schema::<W>().into_iter().map(|(n, t, ..)| (n, t)).collect();
     names.sort_unstable_by(|a, b| a.0.cmp(b.0));
     names
 }
@@ -653,7 +654,7 @@ trait Column {
 
 /// A pool and the bytes written before each of its values (`head`, padded to [`HEAD`] bytes
 /// when they fit, so the common case is a fixed-size copy).
-struct PoolColumn<'w, T: Pod, A: Allocator + Clone> {
+struct PoolColumn<'w, T: Component, A: Allocator + Clone> {
     pool: &'w ComponentPool<T, A>,
     head: Vec<u8>,
     padded: Option<[u8; HEAD]>,
@@ -662,7 +663,7 @@ struct PoolColumn<'w, T: Pod, A: Allocator + Clone> {
 /// Bytes of a padded component head: name length, name, value length.
 const HEAD: usize = 32;
 
-impl<T: Pod, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
+impl<T: Component, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
     #[inline]
     fn stage(&self, entity: EntityId, to: &mut [u8]) -> bool {
         match self.pool.get(entity) {
@@ -684,9 +685,8 @@ impl<T: Pod, A: Allocator + Clone> Column for PoolColumn<'_, T, A> {
             }
             None => out.extend_from_slice(&self.head),
         }
-        // Read as a `T`, so that the copy has a constant size.
-        let value: T = bytemuck::pod_read_unaligned(&staged[..core::mem::size_of::<T>()]);
-        out.extend_from_slice(bytemuck::bytes_of(&value));
+        // A constant length once monomorphized.
+        out.extend_from_slice(&staged[..core::mem::size_of::<T>()]);
     }
 
     fn size(&self) -> usize {
@@ -710,7 +710,7 @@ struct Columns<'w, W: DurableRoster> {
 }
 
 impl<'w, W: DurableRoster> TypeVisitor for Columns<'w, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         let name = W::NAMES.get(self.at).copied();
         self.at += 1;
         let pools = self.world.parts_ref().1;
@@ -1095,8 +1095,10 @@ pub trait CheckpointOps: PersistentOps {
             for (k, c) in e.components.iter().enumerate() {
                 let known = schema
                     .iter()
-                    .find(|(n, _, s)| *n == c.component && *s == c.bytes.0.len())
-                    .is_some_and(|(_, t, _)| refs_well_formed::<Self>(*t, c));
+                    .find(|(n, _, s, _)| *n == c.component && *s == c.bytes.0.len())
+                    .is_some_and(|(_, t, _, valid)| {
+                        valid(&c.bytes.0) && refs_well_formed::<Self>(*t, c)
+                    });
                 let repeated = e.components[..k].iter().any(|d| d.component == c.component);
                 if !known || repeated || c.component == IDENTITY_COMPONENT {
                     return Err(CheckpointError::Component {

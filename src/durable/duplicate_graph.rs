@@ -1,7 +1,7 @@
 //! Runtime duplication: one graph transaction over a world.
 
+use crate::world::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::durable::binding::ActivationError;
 use crate::durable::error::DurableError;
@@ -26,7 +26,7 @@ struct CountComponents<'w, W: DurableRoster> {
 }
 
 impl<W: DurableRoster> TypeVisitor for CountComponents<'_, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         if let Some(pool) = self.world.parts_ref().1.get::<T>() {
             self.n += self.selection.iter().filter(|e| pool.contains(**e)).count() as u64;
         }
@@ -42,7 +42,7 @@ struct CopyComponents<'w, W: DurableRoster> {
 }
 
 impl<W: DurableRoster> TypeVisitor for CopyComponents<'_, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         for (src, dst) in self.selection.iter().zip(self.copies) {
             let value = self
                 .world

@@ -36,7 +36,7 @@ use core::any::TypeId;
 use core::fmt;
 use std::collections::HashMap;
 
-use bytemuck::Pod;
+use crate::world::store::component::{self, Component};
 use serde::{Deserialize, Serialize};
 
 use crate::durable::binding::Activation;
@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for HexBytes {
     }
 }
 
-/// One component value by its roster name: the bytes of the `Pod` value, and the identity
+/// One component value by its roster name: the bytes of the value, and the identity
 /// of every entity it references.
 ///
 /// A reference is never a handle here: each entity-typed field (those its
@@ -156,26 +156,36 @@ pub enum PrepareError {
     Components(String),
 }
 
-/// The roster's components: name, type and size, in roster order.
+/// One roster component: its name, type, size, and the check that bytes hold a value of it
+/// (size and bit pattern: a `bool` is 0 or 1).
+pub(crate) type SchemaEntry = (&'static str, TypeId, usize, ValueCheck);
+
+/// Whether bytes hold a value of one component type.
+pub(crate) type ValueCheck = fn(&[u8]) -> bool;
+
+/// The roster's components: type, size and check, in roster order.
 struct Describe {
-    ids: Vec<(TypeId, usize)>,
+    ids: Vec<(TypeId, usize, ValueCheck)>,
 }
 
 impl TypeVisitor for Describe {
-    fn visit<T: Pod>(&mut self) {
-        self.ids
-            .push((TypeId::of::<T>(), core::mem::size_of::<T>()));
+    fn visit<T: Component>(&mut self) {
+        self.ids.push((
+            TypeId::of::<T>(),
+            core::mem::size_of::<T>(),
+            component::is_valid::<T>,
+        ));
     }
 }
 
-/// `(name, type, size)` of every component of `W`.
-pub(crate) fn schema<W: Roster>() -> Vec<(&'static str, TypeId, usize)> {
+/// `(name, type, size, check)` of every component of `W`.
+pub(crate) fn schema<W: Roster>() -> Vec<SchemaEntry> {
     let mut d = Describe { ids: Vec::new() };
     W::Components::each(&mut d);
     W::NAMES
         .iter()
         .zip(d.ids)
-        .map(|(n, (t, s))| (*n, t, s))
+        .map(|(n, (t, s, v))| (*n, t, s, v))
         .collect()
 }
 
@@ -272,12 +282,12 @@ impl ComponentValue {
     /// # Errors
     /// [`PrepareError::UnknownComponent`] for a type `W` does not hold;
     /// [`PrepareError::Unidentified`] for a reference to a live entity without a stable id.
-    pub fn of<W: PersistentOps, T: Pod>(world: &W, value: &T) -> Result<Self, PrepareError> {
+    pub fn of<W: PersistentOps, T: Component>(world: &W, value: &T) -> Result<Self, PrepareError> {
         let ty = TypeId::of::<T>();
         let schema = schema::<W>();
         let (name, ..) = schema
             .iter()
-            .find(|(_, t, _)| *t == ty)
+            .find(|(_, t, ..)| *t == ty)
             .ok_or_else(|| PrepareError::UnknownComponent(core::any::type_name::<T>().into()))?;
         identified(Some(world), name, ty, bytemuck::bytes_of(value)).map_err(|_| {
             PrepareError::Unidentified {
@@ -292,7 +302,7 @@ impl ComponentValue {
 /// entity without a stable id `unidentified`.
 struct Named<'w, W> {
     world: Option<&'w W>,
-    schema: Vec<(&'static str, TypeId, usize)>,
+    schema: Vec<SchemaEntry>,
     components: Vec<ComponentValue>,
     unknown: bool,
     unidentified: Option<String>,
@@ -301,9 +311,9 @@ struct Named<'w, W> {
 impl<W> sealed::Sealed for Named<'_, W> {}
 
 impl<W: PersistentOps> BundleSink for Named<'_, W> {
-    fn push<C: Pod>(&mut self, value: &C) {
+    fn push<C: Component>(&mut self, value: &C) {
         let ty = TypeId::of::<C>();
-        match self.schema.iter().find(|(_, t, _)| *t == ty) {
+        match self.schema.iter().find(|(_, t, ..)| *t == ty) {
             Some((name, ..)) => match identified(self.world, name, ty, bytemuck::bytes_of(value)) {
                 Ok(v) => self.components.push(v),
                 Err(_) => {
@@ -318,7 +328,7 @@ impl<W: PersistentOps> BundleSink for Named<'_, W> {
 /// Checks a component list against `W`'s roster: known names, sizes, no repeat, no identity,
 /// references as identities (entity fields null, one identity per field).
 fn check_components<W: DurableRoster>(
-    schema: &[(&'static str, TypeId, usize)],
+    schema: &[SchemaEntry],
     components: &[ComponentValue],
     types: &mut Vec<TypeId>,
 ) -> Result<(), TxRejection> {
@@ -331,14 +341,17 @@ fn check_components<W: DurableRoster>(
         }
         match schema.iter().find(|(n, ..)| *n == c.component) {
             None => return Err(TxRejection::UnknownComponent(c.component.clone())),
-            Some((_, _, size)) if *size != c.bytes.0.len() => {
+            Some((_, _, size, _)) if *size != c.bytes.0.len() => {
                 return Err(TxRejection::ComponentSize {
                     component: c.component.clone(),
                     expected: *size,
                     found: c.bytes.0.len(),
                 })
             }
-            Some((_, t, _)) => {
+            Some((.., valid)) if !valid(&c.bytes.0) => {
+                return Err(TxRejection::InvalidValue(c.component.clone()))
+            }
+            Some((_, t, ..)) => {
                 if !refs_well_formed::<W>(*t, c) {
                     return Err(TxRejection::References(c.component.clone()));
                 }
@@ -520,6 +533,10 @@ pub enum TxRejection {
         /// The value's length.
         found: usize,
     },
+    /// A value of the right size that is no value of its component (a `bool` byte other
+    /// than 0 or 1, an enum discriminant no variant has).
+    #[error("component {0}: the bytes hold no valid value")]
+    InvalidValue(String),
     /// A component named twice in one command.
     #[error("component {0} repeated")]
     RepeatedComponent(String),
@@ -942,7 +959,7 @@ impl<R: DurableOps> PersistentOps for R {}
 fn transact_creates<W: PersistentOps>(
     world: &mut W,
     tx: &Transaction,
-    schema: &[(&'static str, TypeId, usize)],
+    schema: &[SchemaEntry],
 ) -> Option<Result<TxReport, TxError>> {
     let n = tx.commands.len();
     // Runs of consecutive creates with the same component types: (first create, types).
@@ -1078,7 +1095,7 @@ struct InsertColumn<'a, W> {
 }
 
 impl<W: DurableRoster> TypeVisitor for InsertColumn<'_, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         let (commands, component) = (self.commands, self.component);
         self.result = crate::world::command::structural::insert_column::<W, T>(
             self.world,
@@ -1158,11 +1175,11 @@ fn insert_value<W: PersistentOps>(
 }
 
 /// The roster type of component `name`.
-fn type_named(schema: &[(&'static str, TypeId, usize)], name: &str) -> Result<TypeId, WorldError> {
+fn type_named(schema: &[SchemaEntry], name: &str) -> Result<TypeId, WorldError> {
     schema
         .iter()
         .find(|(n, ..)| *n == name)
-        .map(|(_, t, _)| *t)
+        .map(|(_, t, ..)| *t)
         .ok_or(WorldError::UnknownComponent)
 }
 
@@ -1170,7 +1187,7 @@ fn type_named(schema: &[(&'static str, TypeId, usize)], name: &str) -> Result<Ty
 /// each reference resolved to its live entity (restore's second pass).
 pub(crate) fn insert_values<W: PersistentOps>(
     world: &mut W,
-    schema: &[(&'static str, TypeId, usize)],
+    schema: &[SchemaEntry],
     e: EntityId,
     values: &[ComponentValue],
     scratch: &mut std::vec::Vec<u8>,
@@ -1184,7 +1201,7 @@ pub(crate) fn insert_values<W: PersistentOps>(
 /// Removes the named component of `e`.
 fn remove_named<W: DurableRoster>(
     world: &mut W,
-    schema: &[(&'static str, TypeId, usize)],
+    schema: &[SchemaEntry],
     e: EntityId,
     component: &str,
 ) -> Result<(), WorldError> {

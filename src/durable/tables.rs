@@ -11,9 +11,9 @@
 
 use core::any::TypeId;
 
+use crate::world::store::component::{self, Component};
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
-use bytemuck::Pod;
 
 use crate::durable::binding::WorldBindingTable;
 use crate::durable::error::DurableError;
@@ -125,7 +125,10 @@ impl Default for DurableConfig {
 ///     }
 /// }
 /// ```
-pub trait EntityRefs: Pod {
+///
+/// The all-zero value is a component's value with every entity field null: `Zeroable` is
+/// required (a checkpoint's schema finds the fields' offsets from it).
+pub trait EntityRefs: Component + bytemuck::Zeroable {
     /// Calls `visit` once with every entity-typed field (null fields included).
     fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId));
 }
@@ -446,7 +449,11 @@ pub(crate) fn rewrite_refs_of<W: DurableRoster>(
                 return;
             }
             for (i, chunk) in self.values.chunks_exact_mut(size).enumerate() {
-                let mut v: R = bytemuck::pod_read_unaligned(chunk);
+                // A chunk that holds no `R` is left as it is: values read from outside are
+                // checked before anything changes, and refused.
+                let Some(mut v) = component::read::<R>(chunk) else {
+                    continue;
+                };
                 v.visit_entities(&mut |e: &mut EntityId| (self.f)(i, e));
                 chunk.copy_from_slice(bytemuck::bytes_of(&v));
             }

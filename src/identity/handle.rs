@@ -112,6 +112,27 @@ impl<Tag: HandleTag> Handle<Tag> {
         self.owner == 0 && self.incarnation == 0
     }
 
+    /// `None` for the null handle, else `Some(self)`: an optional reference held as plain
+    /// state (a component field) is a handle with null for none.
+    #[inline(always)]
+    pub const fn non_null(self) -> Option<Self> {
+        if self.is_null() {
+            None
+        } else {
+            Some(self)
+        }
+    }
+
+    /// The handle of `Some`, null for `None` ([`non_null`](Self::non_null)'s inverse for every
+    /// non-null handle).
+    #[inline(always)]
+    pub const fn from_option(handle: Option<Self>) -> Self {
+        match handle {
+            Some(h) => h,
+            None => Self::NULL,
+        }
+    }
+
     /// True when the handle could name something: nonzero owner and nonzero generation.
     /// This is a shape check, not a liveness check.
     #[inline(always)]
@@ -210,6 +231,11 @@ mod tests {
     #[test]
     fn null_is_all_zero_and_default() {
         assert!(VoiceHandle::NULL.is_null());
+        assert_eq!(VoiceHandle::NULL.non_null(), None);
+        assert_eq!(VoiceHandle::from_option(None), VoiceHandle::NULL);
+        let h = VoiceHandle::from_raw_parts(3, 0, 1);
+        assert_eq!(h.non_null(), Some(h));
+        assert_eq!(VoiceHandle::from_option(Some(h)), h);
         assert_eq!(VoiceHandle::default(), VoiceHandle::NULL);
         assert_eq!(bytemuck::bytes_of(&VoiceHandle::NULL), &[0u8; 16]);
         assert!(!VoiceHandle::NULL.is_well_formed());

@@ -42,7 +42,7 @@
 /// [Position], &mut [Velocity])`: the packed prefix of the members' dense arrays, in the same
 /// order.
 ///
-/// Component types must be distinct [`bytemuck::Pod`] types (a repeated type is a compile
+/// Component types must be distinct [`Component`](crate::world::Component) types (a repeated type is a compile
 /// error: conflicting `Stores` impls); groups that share a pool must be nested (EnTT's nested
 /// groups: `moving(position: Position, velocity: Velocity)` and `swirling(position: Position,
 /// velocity: Velocity, rotation: Rotation)` are both zips of slices, the larger group's prefix

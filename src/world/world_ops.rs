@@ -7,8 +7,8 @@
 
 use core::marker::PhantomData;
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::world::command::buffer::CommandBuffer;
 use crate::world::command::group::{groups_valid, repack, Consistent};
@@ -265,7 +265,7 @@ pub trait WorldOps: Roster {
     /// # Errors
     /// `ForeignPool`, then as [`ComponentPool::insert`]; nothing changes.
     #[inline]
-    fn insert<T: Pod>(&mut self, entity: EntityId, value: T) -> Result<Option<T>, WorldError>
+    fn insert<T: Component>(&mut self, entity: EntityId, value: T) -> Result<Option<T>, WorldError>
     where
         Self: Stores<T>,
     {
@@ -277,7 +277,7 @@ pub trait WorldOps: Roster {
     /// # Errors
     /// `ForeignPool`, then as [`ComponentPool::remove`]; nothing changes.
     #[inline]
-    fn remove<T: Pod>(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>
+    fn remove<T: Component>(&mut self, entity: EntityId) -> Result<Option<T>, WorldError>
     where
         Self: Stores<T>,
     {
@@ -290,7 +290,7 @@ pub trait WorldOps: Roster {
     ///
     /// # Errors
     /// `ForeignPool`, then as [`ComponentPool::insert_batch`]; nothing changes.
-    fn insert_batch<T: Pod>(
+    fn insert_batch<T: Component>(
         &mut self,
         entities: &[EntityId],
         values: &[T],
@@ -326,7 +326,7 @@ pub trait WorldOps: Roster {
     ///
     /// # Errors
     /// `ForeignPool`, then as [`ComponentPool::remove_batch`]; nothing changes.
-    fn remove_batch<T: Pod>(&mut self, entities: &[EntityId]) -> Result<usize, WorldError>
+    fn remove_batch<T: Component>(&mut self, entities: &[EntityId]) -> Result<usize, WorldError>
     where
         Self: Stores<T>,
     {
@@ -348,7 +348,7 @@ pub trait WorldOps: Roster {
 
     /// `entity`'s `T`.
     #[inline]
-    fn get<T: Pod>(&self, entity: EntityId) -> Option<&T>
+    fn get<T: Component>(&self, entity: EntityId) -> Option<&T>
     where
         Self: Stores<T>,
     {
@@ -357,7 +357,7 @@ pub trait WorldOps: Roster {
 
     /// `entity`'s `T`, mutably (allowed in every phase).
     #[inline]
-    fn get_mut<T: Pod>(&mut self, entity: EntityId) -> Option<&mut T>
+    fn get_mut<T: Component>(&mut self, entity: EntityId) -> Option<&mut T>
     where
         Self: Stores<T>,
     {
@@ -366,7 +366,7 @@ pub trait WorldOps: Roster {
 
     /// Whether `entity` holds a `T`.
     #[inline]
-    fn contains<T: Pod>(&self, entity: EntityId) -> bool
+    fn contains<T: Component>(&self, entity: EntityId) -> bool
     where
         Self: Stores<T>,
     {
@@ -381,7 +381,7 @@ pub trait WorldOps: Roster {
     /// # Panics
     /// When the roster has no pool of `T` (only a hand-written roster can lie about it).
     #[inline]
-    fn pool<T: Pod>(&self) -> &ComponentPool<T, Self::Alloc>
+    fn pool<T: Component>(&self) -> &ComponentPool<T, Self::Alloc>
     where
         Self: Stores<T>,
     {
@@ -399,7 +399,7 @@ pub trait WorldOps: Roster {
     /// # Panics
     /// As [`pool`](Self::pool).
     #[inline]
-    fn pool_mut<T: Pod>(&mut self) -> &mut ComponentPool<T, Self::Alloc>
+    fn pool_mut<T: Component>(&mut self) -> &mut ComponentPool<T, Self::Alloc>
     where
         Self: Stores<T>,
     {

@@ -14,6 +14,7 @@ mod hierarchy;
 mod identity;
 mod level;
 mod manifest;
+mod plain_state;
 mod records;
 mod restore;
 mod save;

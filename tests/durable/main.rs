@@ -10,6 +10,7 @@ mod model;
 mod persistent;
 #[cfg(not(miri))]
 mod persistent_model;
+mod plain_state;
 mod references;
 mod sim;
 mod world;

@@ -16,9 +16,9 @@
 
 use core::any::TypeId;
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
-use bytemuck::Pod;
 
 use crate::identity::{IdentityExhausted, OwnerToken, TokenSource, TERMINAL_GENERATION};
 use crate::world::command::spawn::first_duplicate;
@@ -117,7 +117,7 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// A tuple of 1 to 8 distinct `Pod` component types recorded together by
+/// A tuple of 1 to 8 distinct [`Component`](crate::world::Component) types recorded together by
 /// [`CommandBuffer::spawn`] (sealed).
 pub trait CommandBundle: sealed::Sealed {
     /// Number of components.
@@ -134,13 +134,13 @@ pub trait CommandBundle: sealed::Sealed {
 /// command recorders).
 pub trait BundleSink: sealed::Sealed {
     /// Takes one component value.
-    fn push<C: Pod>(&mut self, value: &C);
+    fn push<C: Component>(&mut self, value: &C);
 }
 
 macro_rules! tuple_command_bundle {
     ($len:literal; $($t:ident $i:tt),+) => {
-        impl<$($t: Pod),+> sealed::Sealed for ($($t,)+) {}
-        impl<$($t: Pod),+> CommandBundle for ($($t,)+) {
+        impl<$($t: Component),+> sealed::Sealed for ($($t,)+) {}
+        impl<$($t: Component),+> CommandBundle for ($($t,)+) {
             const LEN: usize = $len;
             const BYTES: usize = 0 $(+ core::mem::size_of::<$t>())+;
             fn duplicate() -> Option<&'static str> {
@@ -194,7 +194,7 @@ impl<A: Allocator> sealed::Sealed for FreshInserts<'_, A> {}
 
 impl<A: Allocator> BundleSink for FreshInserts<'_, A> {
     #[inline(always)]
-    fn push<C: Pod>(&mut self, value: &C) {
+    fn push<C: Component>(&mut self, value: &C) {
         let offset = self.bytes.len() as u32;
         push_bytes(self.bytes, bytemuck::bytes_of(value));
         self.commands.push(Command::Insert {
@@ -405,7 +405,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     }
 
     /// Records the creation of an entity holding every component of `bundle` (a tuple of 1 to 8
-    /// distinct `Pod` types): one create and one insert per component, recorded all or nothing.
+    /// distinct component types): one create and one insert per component, recorded all or nothing.
     /// The provisional resolves to the handle after the commit, as [`create`](Self::create)'s.
     ///
     /// # Errors
@@ -533,7 +533,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     /// # Errors
     /// [`CommandError::BufferFull`], [`CommandError::Rejected`] or
     /// [`CommandError::ForeignProvisional`]; nothing is recorded.
-    pub fn insert<T: Pod, B: Allocator + Clone>(
+    pub fn insert<T: Component, B: Allocator + Clone>(
         &mut self,
         registry: &EntityRegistry<B>,
         target: impl Into<Target>,
@@ -559,7 +559,7 @@ impl<A: Allocator + Clone> CommandBuffer<A> {
     ///
     /// # Errors
     /// As [`insert`](Self::insert).
-    pub fn remove<T: Pod, B: Allocator + Clone>(
+    pub fn remove<T: Component, B: Allocator + Clone>(
         &mut self,
         registry: &EntityRegistry<B>,
         target: impl Into<Target>,

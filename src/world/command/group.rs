@@ -19,8 +19,8 @@
 
 use core::any::TypeId;
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::world::raw::dense::MAX_GROUP_MEMBERS;
 use crate::world::raw::keys::EntityId;
@@ -138,7 +138,7 @@ struct Indices<'p, P, A> {
 
 impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Indices<'_, P, A> {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         let pool: Option<&mut ComponentPool<T, A>> = self.pools.get::<T>();
         if let (Some(pool), Some(slot)) = (pool, self.at.get_mut(self.k)) {
             *slot = pool.dense_index(self.entity);
@@ -161,7 +161,7 @@ struct Swap<'p, P, A> {
 
 impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Swap<'_, P, A> {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         let pool: Option<&mut ComponentPool<T, A>> = self.pools.get::<T>();
         if let (Some(pool), Some(Some(i))) = (pool, self.at.get(self.k)) {
             if *i != self.to {
@@ -233,7 +233,7 @@ struct Prefixes<'a, P, A> {
 impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
     for Prefixes<'a, P, A>
 {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         let Some(pool) = self.pools.get::<T>() else {
             self.ok = false;
             return;
@@ -268,7 +268,7 @@ struct HoldsAll<'a, P, A> {
 impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
     for HoldsAll<'a, P, A>
 {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         self.all &= self
             .pools
             .get::<T>()
@@ -285,7 +285,7 @@ impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> Outside<'a, P, 
         impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>, G: ComponentList>
             TypeVisitor for Each<'a, '_, P, A, G>
         {
-            fn visit<T: Pod>(&mut self) {
+            fn visit<T: Component>(&mut self) {
                 let o = &mut *self.o;
                 let Some(pool) = o.pools.get::<T>() else {
                     o.ok = false;

@@ -18,7 +18,7 @@
 
 use core::any::{type_name, TypeId};
 
-use bytemuck::Pod;
+use crate::world::store::component::Component;
 
 use crate::identity::{OwnerToken, FIRST_GENERATION};
 use crate::world::command::group::repack;
@@ -105,7 +105,7 @@ pub(crate) fn first_duplicate(ids: &[TypeId], names: &[&'static str]) -> Option<
 
 /// The pool of `T` taken from `pools`, or why not.
 #[inline(always)]
-fn take_pool<'a, W: Roster, T: Pod>(
+fn take_pool<'a, W: Roster, T: Component>(
     pools: &mut PoolsMut<'a, W>,
 ) -> Result<&'a mut ComponentPool<T, W::Alloc>, WorldError> {
     match pools.take::<T>() {
@@ -118,13 +118,16 @@ fn take_pool<'a, W: Roster, T: Pod>(
 
 /// Packs `entity` into every group containing `T`.
 #[inline(always)]
-pub(crate) fn pack_groups_of<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>, entity: EntityId) {
+pub(crate) fn pack_groups_of<'a, W: Roster, T: Component>(
+    pools: &mut PoolsMut<'a, W>,
+    entity: EntityId,
+) {
     repack::<W::Groups, W::Alloc, _>(pools, entity, Some(&[TypeId::of::<T>()]), true);
 }
 
 macro_rules! tuple_bundle {
     ($len:literal; $($t:ident $i:tt),+) => {
-        impl<W: Roster $(+ Stores<$t>)+, $($t: Pod),+> sealed::BundleParts<W> for ($($t,)+) {
+        impl<W: Roster $(+ Stores<$t>)+, $($t: Component),+> sealed::BundleParts<W> for ($($t,)+) {
             const LEN: u64 = $len;
             type Pools<'a> = ($(&'a mut ComponentPool<$t, W::Alloc>,)+);
             type Writers<'a> = ($(BatchWriter<'a, $t, W::Alloc>,)+);
@@ -209,7 +212,7 @@ macro_rules! tuple_bundle {
             }
         }
 
-        impl<W: Roster $(+ Stores<$t>)+, $($t: Pod),+> Bundle<W> for ($($t,)+) {}
+        impl<W: Roster $(+ Stores<$t>)+, $($t: Component),+> Bundle<W> for ($($t,)+) {}
     };
 }
 

@@ -9,8 +9,8 @@
 use core::any::TypeId;
 use core::marker::PhantomData;
 
+use crate::world::store::component::{self, Component};
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::identity::{OwnerToken, TERMINAL_GENERATION};
 use crate::world::command::group::repack;
@@ -36,14 +36,16 @@ pub(crate) type Member<'a, W, T> = (
 /// member pool of `T`'s groups too (a change of `T` repacks them all: a member pool swapped
 /// out, or hidden by a hand-written roster, would leave its group unpacked).
 #[inline(always)]
-pub(crate) fn member<W: Roster, T: Pod>(world: &mut W) -> Result<Member<'_, W, T>, WorldError> {
+pub(crate) fn member<W: Roster, T: Component>(
+    world: &mut W,
+) -> Result<Member<'_, W, T>, WorldError> {
     member_with::<W, T>(world, true)
 }
 
 /// [`member`], checking the member pools of `T`'s groups only when `groups` (a caller that
 /// checked them for the same operation, or for a whole batch, passes `false`).
 #[inline(always)]
-pub(crate) fn member_with<W: Roster, T: Pod>(
+pub(crate) fn member_with<W: Roster, T: Component>(
     world: &mut W,
     groups: bool,
 ) -> Result<Member<'_, W, T>, WorldError> {
@@ -61,7 +63,7 @@ pub(crate) fn member_with<W: Roster, T: Pod>(
 /// Whether every member pool of every group containing `T` is handed out and belongs to
 /// `owner`.
 #[inline(always)]
-pub(crate) fn groups_owned<'a, W: Roster, T: Pod>(
+pub(crate) fn groups_owned<'a, W: Roster, T: Component>(
     pools: &mut PoolsMut<'a, W>,
     owner: OwnerToken,
 ) -> bool {
@@ -74,7 +76,7 @@ pub(crate) fn groups_owned<'a, W: Roster, T: Pod>(
     }
     impl<'a, A: Allocator + Clone + 'static, P: PoolsMutList<'a, A>> TypeVisitor for Members<'_, P, A> {
         #[inline(always)]
-        fn visit<U: Pod>(&mut self) {
+        fn visit<U: Component>(&mut self) {
             self.ok &= self
                 .pools
                 .get::<U>()
@@ -105,13 +107,13 @@ pub(crate) fn groups_owned<'a, W: Roster, T: Pod>(
 
 /// Whether `T`'s pool is in an owned group (folds to a constant).
 #[inline(always)]
-pub(crate) fn grouped<W: Roster, T: Pod>() -> bool {
+pub(crate) fn grouped<W: Roster, T: Component>() -> bool {
     W::Groups::index_of(TypeId::of::<T>()).is_some()
 }
 
 /// [`WorldOps::insert`] without the compile-time roster bound (commands dispatch by type).
 #[inline(always)]
-pub(crate) fn insert<W: Roster, T: Pod>(
+pub(crate) fn insert<W: Roster, T: Component>(
     world: &mut W,
     entity: EntityId,
     value: T,
@@ -122,7 +124,7 @@ pub(crate) fn insert<W: Roster, T: Pod>(
 /// [`insert`], checking the change (phase, liveness, budget) when `CHECK`; a batch passes
 /// `false` after checking every entity of the batch at once.
 #[inline(always)]
-pub(crate) fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
+pub(crate) fn insert_as<const CHECK: bool, W: Roster, T: Component>(
     world: &mut W,
     entity: EntityId,
     value: T,
@@ -145,12 +147,13 @@ pub(crate) fn insert_as<const CHECK: bool, W: Roster, T: Pod>(
 
 /// Inserts, for each `k`, the `T` read from `values(k)` into `entities[k]`: one pool taken
 /// for the whole column, the changes (phase, every entity alive, the column's revisions)
-/// checked once before any insert, groups packed after the column. A value of the wrong size
-/// stops it there (the entities before it keep their values).
+/// checked once before any insert, groups packed after the column. Every value is checked
+/// before the first insert too: a value of the wrong size or pattern changes nothing.
 ///
 /// # Errors
-/// As [`insert`]; `UnknownComponent` for bytes of another size than `T`'s.
-pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
+/// As [`insert`]; `UnknownComponent` for bytes of another size than `T`'s, `InvalidValue` for
+/// a pattern no `T` has.
+pub(crate) fn insert_column<'v, W: Roster, T: Component>(
     world: &mut W,
     entities: &[EntityId],
     values: impl Fn(usize) -> &'v [u8],
@@ -158,9 +161,11 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
     {
         let (registry, pool) = member::<W, T>(world)?;
         registry.check_member_changes(entities)?;
+        for k in 0..entities.len() {
+            component::try_read::<T>(values(k))?;
+        }
         for (k, &entity) in entities.iter().enumerate() {
-            let value = bytemuck::try_pod_read_unaligned::<T>(values(k))
-                .map_err(|_| WorldError::UnknownComponent)?;
+            let value = component::try_read::<T>(values(k))?;
             let (_, joined) = pool.insert_validated(entity, value);
             registry.advance_revision(u64::from(joined));
         }
@@ -183,7 +188,7 @@ pub(crate) fn insert_column<'v, W: Roster, T: Pod>(
 /// # Errors
 /// As [`WorldOps::insert`](crate::world::world_ops::WorldOps::insert).
 #[inline(always)]
-pub(crate) fn insert_fresh<W: Roster, T: Pod>(
+pub(crate) fn insert_fresh<W: Roster, T: Component>(
     world: &mut W,
     entity: EntityId,
     value: T,
@@ -214,7 +219,7 @@ pub(crate) fn insert_fresh<W: Roster, T: Pod>(
 
 /// [`WorldOps::remove`] without the compile-time roster bound (commands dispatch by type).
 #[inline(always)]
-pub(crate) fn remove<W: Roster, T: Pod>(
+pub(crate) fn remove<W: Roster, T: Component>(
     world: &mut W,
     entity: EntityId,
 ) -> Result<Option<T>, WorldError> {
@@ -226,7 +231,7 @@ pub(crate) fn remove<W: Roster, T: Pod>(
 /// its own on every `parts` call, which could otherwise change the entity's memberships
 /// between the unpacking and the removal and leave a group unpacked.
 #[inline(always)]
-pub(crate) fn remove_as<const CHECK: bool, W: Roster, T: Pod>(
+pub(crate) fn remove_as<const CHECK: bool, W: Roster, T: Component>(
     world: &mut W,
     entity: EntityId,
 ) -> Result<Option<T>, WorldError> {
@@ -270,7 +275,7 @@ pub(crate) struct AllOwned {
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for AllOwned {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         self.ok &= pool.owner() == self.owner;
         self.pools += 1;
     }
@@ -285,7 +290,7 @@ pub(crate) struct RemoveAll {
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for RemoveAll {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         // A pool the entity is not in costs one bitset word (`remove_key` returns before it
         // touches the keys or the stamp).
         let layout = pool.layout();
@@ -307,7 +312,7 @@ impl<A: Allocator + Clone + 'static, I: Iterator<Item = EntityId> + Clone> PoolV
     for RemoveRun<I>
 {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         // Pools sharing a stamp held equal keys, so they take the same removals in the same
         // order and still hold equal keys after them (as in `RemoveAll`).
         let layout = pool.layout();
@@ -390,7 +395,7 @@ struct Classify<'r, 'b> {
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         // A bound pool's entries are of live entities (the release invariant), and the
         // predecessor is alive: its slot's membership bit says whether the pool holds it.
         if !pool.holds_slot(self.slot) {
@@ -402,7 +407,7 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Classify<'_, '_> {
             .position(|(id, _)| *id == TypeId::of::<T>());
         match (part, self.order.get_mut(self.shared)) {
             (Some(k), Some(order)) => {
-                self.ok &= self.parts[k].1.len() == core::mem::size_of::<T>();
+                self.ok &= component::is_valid::<T>(self.parts[k].1);
                 *order = k as u8;
                 self.shared += 1;
                 self.matched |= 1 << k;
@@ -423,7 +428,7 @@ struct FirstDropped<'r, 'b> {
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for FirstDropped<'_, '_> {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         let id = TypeId::of::<T>();
         if self.found.is_none()
             && pool.holds_slot(self.slot)
@@ -447,7 +452,7 @@ struct ReplaceRows<'r, 'b> {
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
     #[inline(always)]
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         // `old` and `new` share the slot: the pools holding it are the ones `Classify` saw
         // holding `old`, in the same order (one borrow of the pools, and nothing between
         // changed a pool's membership). A part of another type replaces nothing, and the
@@ -467,7 +472,7 @@ impl<A: Allocator + Clone + 'static> PoolVisitor<A> for ReplaceRows<'_, '_> {
         if id != TypeId::of::<T>() {
             return;
         }
-        if let Ok(value) = bytemuck::try_pod_read_unaligned::<T>(bytes) {
+        if let Some(value) = component::read::<T>(bytes) {
             self.replaced += usize::from(pool.replace_key(self.old, self.new, value));
         }
     }
@@ -636,7 +641,7 @@ struct IndexesExact<P, A> {
 impl<'a, A: Allocator + Clone + 'static, P: PoolsRefList<'a, A>> TypeVisitor
     for IndexesExact<P, A>
 {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         if let Some(pool) = self.pools.get::<T>() {
             self.ok &= pool.check_index();
         }
@@ -674,7 +679,7 @@ pub(crate) struct SortAll<'r, W: Roster> {
 }
 
 impl<W: Roster> PoolVisitor<W::Alloc> for SortAll<'_, W> {
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, W::Alloc>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, W::Alloc>) {
         if grouped::<W, T>() || pool.is_slot_sorted() {
             // A group's order is the group's; a sorted pool is left as it is, and so are the
             // pools sharing its stamp (equal keys: sorted too).
@@ -713,7 +718,7 @@ pub(crate) struct Bindable {
 }
 
 impl<A: Allocator + Clone + 'static> PoolVisitor<A> for Bindable {
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         self.ok &= pool.capacity() == self.capacity && pool.owner() == 0 && pool.is_empty();
     }
 }
@@ -724,7 +729,7 @@ pub(crate) struct Bind<'r, B: Allocator + Clone> {
 }
 
 impl<A: Allocator + Clone + 'static, B: Allocator + Clone> PoolVisitor<A> for Bind<'_, B> {
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>) {
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>) {
         pool.bind_world(self.registry);
     }
 }
@@ -761,11 +766,9 @@ struct InsertBytes<'w, 'b, W> {
 }
 
 impl<W: Roster> TypeVisitor for InsertBytes<'_, '_, W> {
-    fn visit<T: Pod>(&mut self) {
-        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => insert(self.world, self.entity, value).map(|_| ()),
-            Err(_) => Err(WorldError::UnknownComponent),
-        };
+    fn visit<T: Component>(&mut self) {
+        self.result = component::try_read::<T>(self.bytes)
+            .and_then(|value| insert(self.world, self.entity, value).map(|_| ()));
     }
 }
 
@@ -790,7 +793,7 @@ impl BundleLayout {
     /// After the bundle's append to an ungrouped `pool` whose class was `class`: the pools of
     /// the first pool's class (equal keys before, the same append since) take the stamp.
     #[inline(always)]
-    pub(crate) fn after_append<T: Pod, A: Allocator + Clone>(
+    pub(crate) fn after_append<T: Component, A: Allocator + Clone>(
         &mut self,
         pool: &mut crate::world::store::pool::ComponentPool<T, A>,
         class: Option<u64>,
@@ -815,11 +818,9 @@ struct InsertFreshBytes<'w, 'b, W> {
 }
 
 impl<W: Roster> TypeVisitor for InsertFreshBytes<'_, '_, W> {
-    fn visit<T: Pod>(&mut self) {
-        self.result = match bytemuck::try_pod_read_unaligned::<T>(self.bytes) {
-            Ok(value) => insert_fresh(self.world, self.entity, value, self.layout),
-            Err(_) => Err(WorldError::UnknownComponent),
-        };
+    fn visit<T: Component>(&mut self) {
+        self.result = component::try_read::<T>(self.bytes)
+            .and_then(|value| insert_fresh(self.world, self.entity, value, self.layout));
     }
 }
 
@@ -851,7 +852,7 @@ struct RemoveType<'w, W> {
 }
 
 impl<W: Roster> TypeVisitor for RemoveType<'_, W> {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         self.result = remove::<W, T>(self.world, self.entity).map(|_| ());
     }
 }

@@ -34,8 +34,8 @@
 //! No join trusts the stamps for memory safety: it checks every column's runs (disjoint,
 //! within the rows, one run of each signature, equal lengths across columns) when it is built.
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::world::store::pool::ComponentPool;
 use crate::world::store::registry::process_owner_token;
@@ -118,7 +118,7 @@ trait Clusterable {
     fn sort_by_signature(&mut self, own: u32, others: &[(u32, &[u64])], stamp: u64);
 }
 
-impl<T: Pod, A: Allocator + Clone> Clusterable for ComponentPool<T, A> {
+impl<T: Component, A: Allocator + Clone> Clusterable for ComponentPool<T, A> {
     fn owner(&self) -> u64 {
         ComponentPool::owner(self)
     }
@@ -189,10 +189,10 @@ fn cluster_dyn(pools: &mut [&mut dyn Clusterable]) -> Result<(), ClusterError> {
 
 macro_rules! tuple_cluster {
     ($n:literal; $($t:ident $a:ident $i:tt),+) => {
-        impl<$($t: Pod, $a: Allocator + Clone),+> sealed::Sealed
+        impl<$($t: Component, $a: Allocator + Clone),+> sealed::Sealed
             for ($(&mut ComponentPool<$t, $a>,)+) {}
 
-        impl<$($t: Pod, $a: Allocator + Clone),+> IntoCluster
+        impl<$($t: Component, $a: Allocator + Clone),+> IntoCluster
             for ($(&mut ComponentPool<$t, $a>,)+)
         {
             fn cluster_pools(self) -> Result<(), ClusterError> {
@@ -219,7 +219,7 @@ struct Clustered<'a, P, A> {
 impl<'a, A: Allocator + Clone + 'static, P: crate::world::store::roster::PoolsRefList<'a, A>>
     crate::world::store::roster::TypeVisitor for Clustered<'a, P, A>
 {
-    fn visit<T: Pod>(&mut self) {
+    fn visit<T: Component>(&mut self) {
         if let Some(pool) = self.pools.get::<T>() {
             let ix = pool.index();
             if ix.cluster != 0 {

@@ -3,8 +3,8 @@
 
 use core::marker::PhantomData;
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::identity::OwnerToken;
 use crate::world::raw::dense::{Index, Order};
@@ -192,12 +192,12 @@ fn no_index<'p>(owner: OwnerToken) -> Index<'p> {
 
 /// Shared column: yields `&'p T`.
 #[derive(Debug)]
-pub struct ColumnRef<'p, T: Pod> {
+pub struct ColumnRef<'p, T: Component> {
     index: Index<'p>,
     values: &'p [T],
 }
 
-impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
+impl<'p, T: Component> Sealed for ColumnRef<'p, T> {
     type Item = &'p T;
     const ROLE: Role = Role::Required;
     const SHARED: bool = true;
@@ -238,7 +238,7 @@ impl<'p, T: Pod> Sealed for ColumnRef<'p, T> {
     }
 }
 
-impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
+impl<'p, T: Component, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
     type Column = ColumnRef<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
@@ -251,7 +251,7 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p ComponentPool<T, A> {
 
 /// Exclusive column: yields `&'p mut T` for distinct dense indices.
 #[derive(Debug)]
-pub struct ColumnMut<'p, T: Pod> {
+pub struct ColumnMut<'p, T: Component> {
     index: Index<'p>,
     /// From the pool's exclusive `&'p mut [T]`; valid for `len` elements.
     values: *mut T,
@@ -259,7 +259,7 @@ pub struct ColumnMut<'p, T: Pod> {
     _values: PhantomData<&'p mut [T]>,
 }
 
-impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
+impl<'p, T: Component> Sealed for ColumnMut<'p, T> {
     type Item = &'p mut T;
     const ROLE: Role = Role::Required;
     const SHARED: bool = false;
@@ -309,7 +309,7 @@ impl<'p, T: Pod> Sealed for ColumnMut<'p, T> {
     }
 }
 
-impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A> {
+impl<'p, T: Component, A: Allocator + Clone> IntoColumn for &'p mut ComponentPool<T, A> {
     type Column = ColumnMut<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
@@ -351,9 +351,9 @@ pub fn opt<P>(pool: P) -> Opt<P> {
 
 /// Optional shared column: yields `Option<&'p T>`.
 #[derive(Debug)]
-pub struct OptRef<'p, T: Pod>(ColumnRef<'p, T>);
+pub struct OptRef<'p, T: Component>(ColumnRef<'p, T>);
 
-impl<'p, T: Pod> Sealed for OptRef<'p, T> {
+impl<'p, T: Component> Sealed for OptRef<'p, T> {
     type Item = Option<&'p T>;
     const ROLE: Role = Role::Optional;
     const SHARED: bool = true;
@@ -393,7 +393,7 @@ impl<'p, T: Pod> Sealed for OptRef<'p, T> {
     }
 }
 
-impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p ComponentPool<T, A>> {
+impl<'p, T: Component, A: Allocator + Clone> IntoColumn for Opt<&'p ComponentPool<T, A>> {
     type Column = OptRef<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
@@ -403,9 +403,9 @@ impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p ComponentPool<T, A
 
 /// Optional exclusive column: yields `Option<&'p mut T>`.
 #[derive(Debug)]
-pub struct OptMut<'p, T: Pod>(ColumnMut<'p, T>);
+pub struct OptMut<'p, T: Component>(ColumnMut<'p, T>);
 
-impl<'p, T: Pod> Sealed for OptMut<'p, T> {
+impl<'p, T: Component> Sealed for OptMut<'p, T> {
     type Item = Option<&'p mut T>;
     const ROLE: Role = Role::Optional;
     const SHARED: bool = false;
@@ -449,7 +449,7 @@ impl<'p, T: Pod> Sealed for OptMut<'p, T> {
     }
 }
 
-impl<'p, T: Pod, A: Allocator + Clone> IntoColumn for Opt<&'p mut ComponentPool<T, A>> {
+impl<'p, T: Component, A: Allocator + Clone> IntoColumn for Opt<&'p mut ComponentPool<T, A>> {
     type Column = OptMut<'p, T>;
     #[inline]
     fn into_column(self) -> Self::Column {
@@ -480,7 +480,7 @@ pub struct Without<'p>(Index<'p>);
 /// assert_eq!(pos.values(), &[0.0, 1.0, 1.0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn without<T: Pod, A: Allocator + Clone>(pool: &ComponentPool<T, A>) -> Without<'_> {
+pub fn without<T: Component, A: Allocator + Clone>(pool: &ComponentPool<T, A>) -> Without<'_> {
     Without(pool.index())
 }
 

@@ -7,7 +7,7 @@
 
 use core::any::{type_name, TypeId};
 
-use bytemuck::Pod;
+use crate::world::store::component::Component;
 
 use crate::world::raw::keys::Owners;
 use crate::world::store::pool::ComponentPool;
@@ -15,7 +15,9 @@ use crate::world::store::roster::{GroupList, PoolsMut, PoolsMutList, Roster, Sto
 
 /// The pool of `T`, taken out of `pools`; panics when it was taken already or is missing.
 #[inline(always)]
-fn take<'a, W: Roster, T: Pod>(pools: &mut PoolsMut<'a, W>) -> &'a mut ComponentPool<T, W::Alloc> {
+fn take<'a, W: Roster, T: Component>(
+    pools: &mut PoolsMut<'a, W>,
+) -> &'a mut ComponentPool<T, W::Alloc> {
     match pools.take::<T>() {
         Some(pool) => pool,
         None => not_available(type_name::<T>()),
@@ -41,7 +43,7 @@ pub trait PoolAccess<W: Roster> {
         W: 'a;
 }
 
-impl<W: Stores<T>, T: Pod> PoolAccess<W> for &mut T {
+impl<W: Stores<T>, T: Component> PoolAccess<W> for &mut T {
     type Out<'a>
         = &'a mut ComponentPool<T, W::Alloc>
     where
@@ -55,7 +57,7 @@ impl<W: Stores<T>, T: Pod> PoolAccess<W> for &mut T {
     }
 }
 
-impl<W: Stores<T>, T: Pod> PoolAccess<W> for &T {
+impl<W: Stores<T>, T: Component> PoolAccess<W> for &T {
     type Out<'a>
         = &'a ComponentPool<T, W::Alloc>
     where
@@ -135,7 +137,7 @@ fn not_a_group(first: &'static str) -> ! {
 
 macro_rules! tuple_group {
     ($t0:ident 0 $(, $t:ident $i:tt)*) => {
-        impl<W: Roster + Stores<$t0> $(+ Stores<$t>)*, $t0: Pod $(, $t: Pod)*> GroupQuery<W> for ($t0, $($t,)*) {
+        impl<W: Roster + Stores<$t0> $(+ Stores<$t>)*, $t0: Component $(, $t: Component)*> GroupQuery<W> for ($t0, $($t,)*) {
             type Out<'a> = (Owners<'a>, &'a mut [$t0] $(, &'a mut [$t])*) where W: 'a;
             #[inline]
             fn fetch(world: &mut W) -> Self::Out<'_> {

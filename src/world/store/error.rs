@@ -116,6 +116,11 @@ pub enum WorldError {
     /// did not hand out).
     #[error("component type not in the world's roster")]
     UnknownComponent,
+    /// Bytes of a component's size that hold no value of it (a `bool` byte other than 0 or
+    /// 1, an enum discriminant no variant has): read back from a command, transaction or
+    /// checkpoint, they are refused before anything changes.
+    #[error("component bytes hold no valid value")]
+    InvalidValue,
     /// A batch gave a different number of values than entities.
     #[error("batch of {entities} entities with {values} values")]
     LengthMismatch {

@@ -2,6 +2,7 @@
 //! the sparse/dense [`ComponentPool`](pool::ComponentPool), their errors, the read-only wrapper
 //! a world hands out, and the [`Roster`](roster::Roster) that says which pools a world has.
 
+pub(crate) mod component;
 pub(crate) mod error;
 pub(crate) mod hooks;
 pub(crate) mod pool;

@@ -2,9 +2,9 @@
 //! for entries not stored at their own slot index. Layout, invariants and the lookup are in
 //! [`dense`](crate::world::raw::dense); this file is the pool's API.
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::{Allocator, Global};
 use allocator_api2::vec::Vec;
-use bytemuck::Pod;
 
 use crate::identity::OwnerToken;
 use crate::world::raw::dense::MAX_GROUP_MEMBERS;
@@ -61,7 +61,7 @@ use crate::world::store::reserve;
 /// assert_eq!(hp.owners().get(0), Some(e));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
+pub struct ComponentPool<T: Component, A: Allocator + Clone = Global> {
     owner: OwnerToken,
     /// Entity capacity (the registry's), fixed at init.
     capacity: usize,
@@ -109,7 +109,7 @@ pub struct ComponentPool<T: Pod, A: Allocator + Clone = Global> {
     run_count: usize,
 }
 
-impl<T: Pod> ComponentPool<T, Global> {
+impl<T: Component> ComponentPool<T, Global> {
     /// A pool for `registry`'s entities on the global allocator.
     ///
     /// # Errors
@@ -121,7 +121,7 @@ impl<T: Pod> ComponentPool<T, Global> {
     }
 }
 
-impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
+impl<T: Component, A: Allocator + Clone> ComponentPool<T, A> {
     /// A pool for `registry`'s entities whose three arrays come from `alloc`. Binding takes
     /// the registry exclusively (it counts its pools), so no pool can be bound to a world's
     /// registry behind the world's back.
@@ -810,14 +810,14 @@ impl<T: Pod, A: Allocator + Clone> ComponentPool<T, A> {
 /// Writes a batch's values into a pool's reserved, unused dense capacity, then publishes them
 /// as the entries of fresh slots. Holds the pool exclusively, so nothing else changes it
 /// between the reservation and the publish.
-pub struct BatchWriter<'p, T: Pod, A: Allocator + Clone> {
+pub struct BatchWriter<'p, T: Component, A: Allocator + Clone> {
     /// `values.as_mut_ptr() + len` of the pool when reserved; `reserved` entries are free.
     next: *mut T,
     reserved: usize,
     pool: &'p mut ComponentPool<T, A>,
 }
 
-impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
+impl<T: Component, A: Allocator + Clone> BatchWriter<'_, T, A> {
     /// Where the batch's values go, as a copyable cursor (kept in a register by the write
     /// loop; a `&mut` to the writer would be reloaded on every write).
     #[inline(always)]
@@ -848,7 +848,7 @@ impl<T: Pod, A: Allocator + Clone> BatchWriter<'_, T, A> {
     }
 }
 
-impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for BatchWriter<'_, T, A> {
+impl<T: Component, A: Allocator + Clone> core::fmt::Debug for BatchWriter<'_, T, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("BatchWriter")
             .field("reserved", &self.reserved)
@@ -877,7 +877,7 @@ impl<T> core::fmt::Debug for BatchCursor<T> {
     }
 }
 
-impl<T: Pod> BatchCursor<T> {
+impl<T: Component> BatchCursor<T> {
     /// Writes the `k`-th value of the batch.
     ///
     /// # Safety
@@ -916,7 +916,7 @@ fn out_of_reservation(count: usize, reserved: usize) -> ! {
     panic!("publish of {count} values, {reserved} reserved")
 }
 
-impl<T: Pod, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
+impl<T: Component, A: Allocator + Clone> core::fmt::Debug for ComponentPool<T, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ComponentPool")
             .field("type", &core::any::type_name::<T>())

@@ -37,7 +37,7 @@ use crate::world::store::registry::EntityRegistry;
 /// ```
 ///
 /// The marker is invariant (`PhantomData<fn(M) -> M>`): with a covariant one, a group list
-/// over a higher-ranked type (`PhantomData<for<'a> fn(&'a u8)>` is a `Pod` component) coerced
+/// over a higher-ranked type (`PhantomData<for<'a> fn(&'a u8)>` is a component) coerced
 /// to another world's list over its subtype's supertype, and a registry moved by value:
 ///
 /// ```compile_fail,E0308

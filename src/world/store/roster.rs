@@ -24,8 +24,8 @@ pub(crate) mod sealed {
 
 use core::any::TypeId;
 
+use crate::world::store::component::Component;
 use allocator_api2::alloc::Allocator;
-use bytemuck::Pod;
 
 use crate::world::raw::dense::MAX_GROUP_MEMBERS;
 use crate::world::store::hooks::EntityHooks;
@@ -103,18 +103,18 @@ pub type PoolsRef<'a, R> =
     label = "`{T}` is not in this world's roster",
     note = "declare a field of type `{T}` in the world's `world!` roster"
 )]
-pub trait Stores<T: Pod>: Roster {}
+pub trait Stores<T: Component>: Roster {}
 
 /// Calls back with a type (component dispatch by [`TypeId`], for commands).
 pub trait TypeVisitor {
     /// Called with the matching type.
-    fn visit<T: Pod>(&mut self);
+    fn visit<T: Component>(&mut self);
 }
 
 /// Calls back with each pool of a world.
 pub trait PoolVisitor<A: Allocator + Clone + 'static> {
     /// Called once per pool, in roster order.
-    fn visit<T: Pod>(&mut self, pool: &mut ComponentPool<T, A>);
+    fn visit<T: Component>(&mut self, pool: &mut ComponentPool<T, A>);
 }
 
 /// A type list of distinct component types: `()` or `(Head, Tail)`. Sealed: a list of one's
@@ -175,7 +175,7 @@ impl ComponentList for () {
     }
 }
 
-impl<H: Pod, T: ComponentList> ComponentList for (H, T) {
+impl<H: Component, T: ComponentList> ComponentList for (H, T) {
     const LEN: usize = 1 + T::LEN;
     type Mut<'a, A: Allocator + Clone + 'static> =
         (Option<&'a mut ComponentPool<H, A>>, T::Mut<'a, A>);
@@ -214,11 +214,11 @@ impl<H: Pod, T: ComponentList> ComponentList for (H, T) {
 
 /// `pool` as a pool of `T`, when `H` is `T`.
 #[inline(always)]
-fn downcast_mut<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
+fn downcast_mut<H: Component, T: Component, A: Allocator + Clone + 'static>(
     pool: &mut ComponentPool<H, A>,
 ) -> Option<&mut ComponentPool<T, A>> {
     if TypeId::of::<H>() == TypeId::of::<T>() {
-        // SAFETY: equal `TypeId`s of two `'static` types (`Pod: 'static`) mean `H` and `T` are
+        // SAFETY: equal `TypeId`s of two `'static` types (`Component: 'static`) mean `H` and `T` are
         // the same type, so `ComponentPool<H, A>` and `ComponentPool<T, A>` are one type and
         // the cast keeps the borrow's lifetime and exclusivity.
         Some(unsafe { &mut *(pool as *mut ComponentPool<H, A>).cast::<ComponentPool<T, A>>() })
@@ -229,7 +229,7 @@ fn downcast_mut<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
 
 /// `pool` as a pool of `T`, when `H` is `T`.
 #[inline(always)]
-fn downcast_ref<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
+fn downcast_ref<H: Component, T: Component, A: Allocator + Clone + 'static>(
     pool: &ComponentPool<H, A>,
 ) -> Option<&ComponentPool<T, A>> {
     if TypeId::of::<H>() == TypeId::of::<T>() {
@@ -243,31 +243,31 @@ fn downcast_ref<H: Pod, T: Pod, A: Allocator + Clone + 'static>(
 /// A world's pools, mutably; each can be taken once.
 pub trait PoolsMutList<'a, A: Allocator + Clone + 'static>: sealed::List {
     /// Takes the pool of `T` out of the list; `None` when there is none or it was taken.
-    fn take<T: Pod>(&mut self) -> Option<&'a mut ComponentPool<T, A>>;
+    fn take<T: Component>(&mut self) -> Option<&'a mut ComponentPool<T, A>>;
     /// The pool of `T`, reborrowed (not taken); `None` when there is none or it was taken.
-    fn get<T: Pod>(&mut self) -> Option<&mut ComponentPool<T, A>>;
+    fn get<T: Component>(&mut self) -> Option<&mut ComponentPool<T, A>>;
     /// Calls `v` with every pool not taken.
     fn visit<V: PoolVisitor<A>>(&mut self, v: &mut V);
 }
 
 impl<A: Allocator + Clone + 'static> PoolsMutList<'_, A> for () {
     #[inline(always)]
-    fn take<T: Pod>(&mut self) -> Option<&'static mut ComponentPool<T, A>> {
+    fn take<T: Component>(&mut self) -> Option<&'static mut ComponentPool<T, A>> {
         None
     }
     #[inline(always)]
-    fn get<T: Pod>(&mut self) -> Option<&mut ComponentPool<T, A>> {
+    fn get<T: Component>(&mut self) -> Option<&mut ComponentPool<T, A>> {
         None
     }
     #[inline(always)]
     fn visit<V: PoolVisitor<A>>(&mut self, _: &mut V) {}
 }
 
-impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsMutList<'a, A>> PoolsMutList<'a, A>
+impl<'a, A: Allocator + Clone + 'static, H: Component, T: PoolsMutList<'a, A>> PoolsMutList<'a, A>
     for (Option<&'a mut ComponentPool<H, A>>, T)
 {
     #[inline(always)]
-    fn take<U: Pod>(&mut self) -> Option<&'a mut ComponentPool<U, A>> {
+    fn take<U: Component>(&mut self) -> Option<&'a mut ComponentPool<U, A>> {
         if TypeId::of::<H>() == TypeId::of::<U>() {
             self.0.take().and_then(downcast_mut)
         } else {
@@ -275,7 +275,7 @@ impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsMutList<'a, A>> PoolsMu
         }
     }
     #[inline(always)]
-    fn get<U: Pod>(&mut self) -> Option<&mut ComponentPool<U, A>> {
+    fn get<U: Component>(&mut self) -> Option<&mut ComponentPool<U, A>> {
         if TypeId::of::<H>() == TypeId::of::<U>() {
             self.0.as_deref_mut().and_then(downcast_mut)
         } else {
@@ -294,21 +294,21 @@ impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsMutList<'a, A>> PoolsMu
 /// A world's pools, shared.
 pub trait PoolsRefList<'a, A: Allocator + Clone + 'static>: sealed::List + Copy {
     /// The pool of `T`; `None` when there is none.
-    fn get<T: Pod>(self) -> Option<&'a ComponentPool<T, A>>;
+    fn get<T: Component>(self) -> Option<&'a ComponentPool<T, A>>;
 }
 
 impl<A: Allocator + Clone + 'static> PoolsRefList<'_, A> for () {
     #[inline(always)]
-    fn get<T: Pod>(self) -> Option<&'static ComponentPool<T, A>> {
+    fn get<T: Component>(self) -> Option<&'static ComponentPool<T, A>> {
         None
     }
 }
 
-impl<'a, A: Allocator + Clone + 'static, H: Pod, T: PoolsRefList<'a, A>> PoolsRefList<'a, A>
+impl<'a, A: Allocator + Clone + 'static, H: Component, T: PoolsRefList<'a, A>> PoolsRefList<'a, A>
     for (&'a ComponentPool<H, A>, T)
 {
     #[inline(always)]
-    fn get<U: Pod>(self) -> Option<&'a ComponentPool<U, A>> {
+    fn get<U: Component>(self) -> Option<&'a ComponentPool<U, A>> {
         if TypeId::of::<H>() == TypeId::of::<U>() {
             downcast_ref(self.0)
         } else {
