@@ -6,6 +6,10 @@
 //! deriving `EntityRefs` does. A field whose type declares nothing is a compile error, so an
 //! entity field cannot be left out, however deeply it is nested. A field of a foreign type that
 //! holds no entity (a math vector, say) is skipped by saying so: `#[entity_refs(skip)]`.
+//!
+//! A generic struct gets one bound per visited field type (`FieldType: EntityFields`), so
+//! `Pair<T>` declares its fields for every `T` that declares its own. A `#[repr(packed)]`
+//! struct's fields are visited through a copy written back (a packed field cannot be borrowed).
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -15,15 +19,20 @@ use syn::{parse_macro_input, Data, DeriveInput, Field, Index};
 /// visiting every field (crate docs).
 #[proc_macro_derive(EntityRefs, attributes(entity_refs))]
 pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
-    let input = parse_macro_input!(input as DeriveInput);
+    let mut input = parse_macro_input!(input as DeriveInput);
+    let packed = match is_packed(&input) {
+        Ok(p) => p,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    let generic = !input.generics.params.is_empty();
+    let mut generics = core::mem::take(&mut input.generics);
     let name = &input.ident;
-    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let fields = match &input.data {
         Data::Struct(s) => &s.fields,
         _ => {
             return syn::Error::new_spanned(
                 &input.ident,
-                "EntityRefs can be derived for structs only (a component is a Pod struct)",
+                "EntityRefs can be derived for structs only",
             )
             .to_compile_error()
             .into()
@@ -43,10 +52,36 @@ pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
                 quote! { #index }
             }
         };
-        visits.push(
-            quote! { ::ludus::durable::EntityFields::visit_fields(&mut self.#access, visit); },
-        );
+        if generic {
+            let ty = &f.ty;
+            generics
+                .make_where_clause()
+                .predicates
+                .push(syn::parse_quote! { #ty: ::ludus::durable::EntityFields });
+        }
+        visits.push(if packed {
+            // A packed field may be unaligned: visited in an aligned copy, written back.
+            quote! {
+                let mut field = self.#access;
+                ::ludus::durable::EntityFields::visit_fields(&mut field, visit);
+                self.#access = field;
+            }
+        } else {
+            quote! { ::ludus::durable::EntityFields::visit_fields(&mut self.#access, visit); }
+        });
     }
+    if generic {
+        // `EntityRefs`'s supertraits, for the impl to be well formed whatever the parameters.
+        let (_, ty_generics, _) = generics.split_for_impl();
+        let this: syn::Type = syn::parse_quote! { #name #ty_generics };
+        generics
+            .make_where_clause()
+            .predicates
+            .push(syn::parse_quote! {
+                #this: ::ludus::world::Component + ::ludus::world::__private::Zeroable
+            });
+    }
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     quote! {
         impl #impl_generics ::ludus::durable::EntityRefs for #name #ty_generics #where_clause {
             fn visit_entities(
@@ -67,6 +102,29 @@ pub fn derive_entity_refs(input: TokenStream) -> TokenStream {
         }
     }
     .into()
+}
+
+/// Whether the struct is `#[repr(packed)]` (or `packed(N)`, alone or beside `C`).
+fn is_packed(input: &DeriveInput) -> syn::Result<bool> {
+    let mut packed = false;
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("packed") {
+                packed = true;
+                if meta.input.peek(syn::token::Paren) {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    content.parse::<syn::LitInt>()?;
+                }
+            } else if meta.path.is_ident("align") && meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<syn::LitInt>()?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(packed)
 }
 
 /// Whether `f` is marked `#[entity_refs(skip)]` (any other `entity_refs` attribute is an

@@ -128,6 +128,8 @@ pub mod roster {
 #[doc(hidden)]
 pub mod __private {
     pub use allocator_api2::alloc::{Allocator, Global};
+    /// Named by `#[derive(EntityRefs)]` on a generic struct.
+    pub use bytemuck::Zeroable;
 
     /// The bound of a world's allocator parameter.
     pub trait Alloc: Allocator + Clone + 'static {}

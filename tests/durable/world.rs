@@ -1088,3 +1088,66 @@ fn the_derive_skips_a_field_marked_skip_and_visits_the_rest() {
     s.visit_entities(&mut |x| seen.push(*x));
     assert_eq!(seen, [e]);
 }
+
+/// A packed component: its fields cannot be borrowed, so the derive visits copies.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable, ludus::durable::EntityRefs)]
+#[repr(C, packed)]
+pub struct Tether {
+    /// A tag byte first: `target` is unaligned.
+    pub tag: u8,
+    /// The target.
+    pub target: EntityId,
+    /// Another.
+    pub spare: [EntityId; 1],
+}
+
+/// A generic component: the derive bounds each field type.
+#[derive(Clone, Copy, Debug, PartialEq, ludus::durable::EntityRefs)]
+#[repr(C)]
+pub struct Pair<T> {
+    /// First.
+    pub a: T,
+    /// Second.
+    pub b: T,
+}
+
+// SAFETY: two fields of one `Zeroable` type, `repr(C)`: all zeros is a `Pair` of zeros.
+unsafe impl<T: Zeroable> Zeroable for Pair<T> {}
+// SAFETY: `repr(C)` of two fields of one `Pod` type has no padding (the second starts at the
+// first's size, a multiple of its alignment), no pointer and no interior mutability.
+unsafe impl<T: Pod> Pod for Pair<T> {}
+
+#[test]
+fn the_derive_handles_packed_and_generic_structs() {
+    use ludus::durable::EntityRefs;
+    let (e, f) = (
+        EntityId::from_raw_parts(1, 2, 3),
+        EntityId::from_raw_parts(1, 4, 5),
+    );
+    let mut t = Tether {
+        tag: 7,
+        target: e,
+        spare: [f],
+    };
+    let mut seen = Vec::new();
+    t.visit_entities(&mut |x| {
+        seen.push(*x);
+        *x = EntityId::NULL;
+    });
+    assert_eq!(seen, [e, f]);
+    let (tag, target, spare) = (t.tag, t.target, t.spare);
+    assert_eq!((tag, target, spare), (7, EntityId::NULL, [EntityId::NULL]));
+    let mut p = Pair { a: e, b: f };
+    let mut seen = Vec::new();
+    p.visit_entities(&mut |x| seen.push(*x));
+    assert_eq!(seen, [e, f]);
+    let mut numbers = Pair { a: 1u32, b: 2 };
+    numbers.visit_entities(&mut |_| panic!("no entity field"));
+    let mut nested = Pair {
+        a: Pair { a: e, b: e },
+        b: Pair { a: f, b: f },
+    };
+    let mut count = 0;
+    nested.visit_entities(&mut |_| count += 1);
+    assert_eq!(count, 4);
+}
