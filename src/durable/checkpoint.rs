@@ -50,7 +50,7 @@ use crate::durable::binding::{
 use crate::durable::error::DurableError;
 use crate::durable::hierarchy::{first_cycle, Hierarchy, HierarchyError, MAX_NAME_LEN};
 use crate::durable::persistent::{
-    check_persistent_world, create_bound, identified, insert_values, is_canonical,
+    check_persistent_world, create_bound, holds_value, identified, insert_values, is_canonical,
     refs_well_formed, schema, ComponentValue, PersistentOps, Transaction, TxError,
     IDENTITY_COMPONENT,
 };
@@ -1096,8 +1096,8 @@ pub trait CheckpointOps: PersistentOps {
                 let known = schema
                     .iter()
                     .find(|(n, _, s, _)| *n == c.component && *s == c.bytes.0.len())
-                    .is_some_and(|(_, t, _, valid)| {
-                        valid(&c.bytes.0) && refs_well_formed::<Self>(*t, c)
+                    .is_some_and(|(_, t, _, check)| {
+                        holds_value(*check, &c.bytes.0) && refs_well_formed::<Self>(*t, c)
                     });
                 let repeated = e.components[..k].iter().any(|d| d.component == c.component);
                 if !known || repeated || c.component == IDENTITY_COMPONENT {

@@ -156,24 +156,31 @@ pub enum PrepareError {
     Components(String),
 }
 
-/// One roster component: its name, type, size, and the check that bytes hold a value of it
-/// (size and bit pattern: a `bool` is 0 or 1).
-pub(crate) type SchemaEntry = (&'static str, TypeId, usize, ValueCheck);
+/// One roster component: its name, type, size, and the check that bytes of that size hold a
+/// value of it (a `bool` is 0 or 1; none for a type whose every pattern is a value).
+pub(crate) type SchemaEntry = (&'static str, TypeId, usize, Option<ValueCheck>);
 
 /// Whether bytes hold a value of one component type.
 pub(crate) type ValueCheck = fn(&[u8]) -> bool;
 
+/// Whether `bytes`, of the entry's size, hold a value of its component.
+#[inline(always)]
+pub(crate) fn holds_value(check: Option<ValueCheck>, bytes: &[u8]) -> bool {
+    check.is_none_or(|valid| valid(bytes))
+}
+
 /// The roster's components: type, size and check, in roster order.
 struct Describe {
-    ids: Vec<(TypeId, usize, ValueCheck)>,
+    ids: Vec<(TypeId, usize, Option<ValueCheck>)>,
 }
 
 impl TypeVisitor for Describe {
     fn visit<T: Component>(&mut self) {
+        let check: ValueCheck = component::is_valid::<T>;
         self.ids.push((
             TypeId::of::<T>(),
             core::mem::size_of::<T>(),
-            component::is_valid::<T>,
+            (!component::any_pattern::<T>()).then_some(check),
         ));
     }
 }
@@ -348,7 +355,7 @@ fn check_components<W: DurableRoster>(
                     found: c.bytes.0.len(),
                 })
             }
-            Some((.., valid)) if !valid(&c.bytes.0) => {
+            Some((.., check)) if !holds_value(*check, &c.bytes.0) => {
                 return Err(TxRejection::InvalidValue(c.component.clone()))
             }
             Some((_, t, ..)) => {

@@ -147,8 +147,9 @@ pub(crate) fn insert_as<const CHECK: bool, W: Roster, T: Component>(
 
 /// Inserts, for each `k`, the `T` read from `values(k)` into `entities[k]`: one pool taken
 /// for the whole column, the changes (phase, every entity alive, the column's revisions)
-/// checked once before any insert, groups packed after the column. Every value is checked
-/// before the first insert too: a value of the wrong size or pattern changes nothing.
+/// checked once before any insert, groups packed after the column. The callers check the
+/// values first (a transaction's checks do): a value of the wrong size or pattern stops the
+/// column there (the entities before it keep their values).
 ///
 /// # Errors
 /// As [`insert`]; `UnknownComponent` for bytes of another size than `T`'s, `InvalidValue` for
@@ -161,9 +162,6 @@ pub(crate) fn insert_column<'v, W: Roster, T: Component>(
     {
         let (registry, pool) = member::<W, T>(world)?;
         registry.check_member_changes(entities)?;
-        for k in 0..entities.len() {
-            component::try_read::<T>(values(k))?;
-        }
         for (k, &entity) in entities.iter().enumerate() {
             let value = component::try_read::<T>(values(k))?;
             let (_, joined) = pool.insert_validated(entity, value);

@@ -41,6 +41,13 @@ pub(crate) fn is_valid<T: Component>(bytes: &[u8]) -> bool {
     read::<T>(bytes).is_some()
 }
 
+/// Whether every pattern of `T`'s size is a `T` (its checked form is itself, as for every
+/// `Pod` type): reading one back then checks the length alone. A constant once monomorphized.
+#[inline(always)]
+pub(crate) fn any_pattern<T: Component>() -> bool {
+    core::any::TypeId::of::<T>() == core::any::TypeId::of::<<T as CheckedBitPattern>::Bits>()
+}
+
 /// `T` read from `bytes`: [`WorldError::UnknownComponent`] for another size (the bytes are
 /// some other type's), [`WorldError::InvalidValue`] for a pattern no `T` has.
 #[inline(always)]
