@@ -28,7 +28,23 @@ pub(crate) fn filled<T: Copy, A: Allocator>(
     alloc: A,
 ) -> Result<Vec<T, A>, InitError> {
     let mut v = reserve(capacity, alloc)?;
-    v.resize(capacity, value);
+    let spare = &mut v.spare_capacity_mut()[..capacity];
+    if let Some(first) = spare.first_mut() {
+        first.write(value);
+    }
+    // Doubling copies of the written prefix: a few `memcpy`s however long the array (an
+    // element-by-element fill is a loop of `capacity` steps, slow in debug builds and Miri).
+    let mut done = capacity.min(1);
+    while done < capacity {
+        let n = done.min(capacity - done);
+        let (head, tail) = spare.split_at_mut(done);
+        tail[..n].copy_from_slice(&head[..n]);
+        done += n;
+    }
+    // SAFETY: `reserve` gave a capacity of at least `capacity`, and its first `capacity`
+    // elements are initialized: element 0 written above, each later one copied from an
+    // initialized one (the prefix doubles until `done == capacity`).
+    unsafe { v.set_len(capacity) };
     Ok(v)
 }
 
@@ -46,4 +62,21 @@ pub(crate) fn resident<T: Copy, A: Allocator>(
     let mut v = filled(capacity, value, alloc)?;
     v.clear();
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use allocator_api2::alloc::Global;
+
+    #[test]
+    fn filled_writes_every_element_and_resident_none() {
+        for n in [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 63, 64, 65, 1000] {
+            let v = filled(n, (n as u32, 7u8), Global).unwrap();
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|&x| x == (n as u32, 7)), "{n}");
+            let r = resident(n, 3u16, Global).unwrap();
+            assert!(r.is_empty() && r.capacity() >= n);
+        }
+    }
 }
