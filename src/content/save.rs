@@ -124,6 +124,30 @@ pub fn save_world_bytes<W: DurableOps>(
 where
     W::Components: RecordList,
 {
+    write_record(world, instance, schema, document, Labels::Record)
+}
+
+/// Which form the labels are settled for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Labels {
+    /// A World record: every entity has a label, derived when not held.
+    Record,
+    /// A level file's intermediate record: only held labels are written (by the level), so a
+    /// held label that spells another entity's UUID collides with nothing there.
+    Level,
+}
+
+/// [`save_world_bytes`], labels settled for `labels`.
+fn write_record<W: DurableOps>(
+    world: &W,
+    instance: InstanceId,
+    schema: &str,
+    document: AssetId,
+    labels: Labels,
+) -> Result<Vec<u8>, SaveError>
+where
+    W::Components: RecordList,
+{
     if !is_schema_name(schema) {
         return Err(SaveError::InvalidSchemaName {
             name: schema.to_owned(),
@@ -181,7 +205,7 @@ where
     sort_by_high32(&mut keyed);
     sort_ties(&mut keyed, |a, b| saved.key(a).cmp(&saved.key(b)));
     saved.rank(&keyed);
-    settle_labels(&mut saved, &keyed, named)?;
+    settle_labels(&mut saved, &keyed, named, labels)?;
     // With parent links (version 3), the document order is the hierarchy's: each root in UUID
     // order followed by its saved descendants, depth first in child order, so a restore
     // appends every child in its place. Every parent must be saved.
@@ -337,7 +361,9 @@ where
         .find(|u| !taken.contains(u))
         .and_then(|u| AssetId::from_uuid(Uuid::from_u128(u)).ok())
         .ok_or(SaveError::World(DurableError::Disabled))?;
-    let record = save_world(world, instance, LEVEL_FORMAT, document)?;
+    let bytes = write_record(world, instance, LEVEL_FORMAT, document, Labels::Level)?;
+    let record = WorldV2::from_slice(std::path::Path::new("saved"), &bytes)
+        .map_err(|e| SaveError::Reread(e.to_string()))?;
     let label = |object: SourceObjectId| {
         let key = crate::identity::PersistentObjectKey::new(instance, object);
         let entity = world.resolve(&key).entity();
@@ -537,11 +563,13 @@ fn sort_key(object: u128, slot: u32) -> u64 {
 /// # Errors
 /// [`SaveError::RepeatedLabel`] when two stored labels are equal, or a stored label spells
 /// the UUID of another saved entity whose label is its UUID: the record would hold a label
-/// twice, and replacing a stored one would drop it.
+/// twice, and replacing a stored one would drop it. (For a level's intermediate record such a
+/// stored label becomes its own UUID there: the level writes the stored one.)
 fn settle_labels(
     saved: &mut Saved<'_>,
     keyed: &[u64],
     mut named: Vec<u64>,
+    labels: Labels,
 ) -> Result<(), SaveError> {
     for &v in &named {
         let slot = v as u32;
@@ -576,7 +604,10 @@ fn settle_labels(
             let spelled = saved.text(slot).parse::<Uuid>().ok().map(|u| u.as_u128());
             let other = spelled.and_then(|u| saved.slot_of(keyed, u));
             if other.is_some_and(|o| o != slot && !saved.label(o)) {
-                return Err(repeated(saved, slot));
+                match labels {
+                    Labels::Record => return Err(repeated(saved, slot)),
+                    Labels::Level => saved.set_label(slot, false),
+                }
             }
         }
     }

@@ -2,7 +2,10 @@
 //! save → restore → save is byte-identical; references survive the round trip.
 
 use crate::common::*;
-use ludus::content::{restore_world, save_world, save_world_bytes, EntityV2, SaveError, WorldV2};
+use ludus::content::{
+    restore_level, restore_world, save_level, save_world, save_world_bytes, EntityV2, SaveError,
+    WorldV2,
+};
 use ludus::identity::PersistentObjectKey;
 use ludus::prelude::*;
 use std::path::Path;
@@ -100,6 +103,36 @@ fn labels_are_names_when_valid_and_unique_else_uuids() {
         save_world(&w, instance(0), SCHEMA, document()),
         Err(SaveError::RepeatedLabel { .. })
     ));
+    assert!(matches!(
+        save_level(&w, instance(0)),
+        Err(SaveError::RepeatedLabel { .. })
+    ));
+}
+
+#[test]
+fn a_held_label_spelling_another_uuid_refuses_a_record_not_a_level() {
+    let mut w = level(8);
+    let es = restore_world(&ring(3), instance(0), &mut w)
+        .unwrap()
+        .entities;
+    // Entity 1's label is derived (its UUID); entity 0 holds that text.
+    w.set_label(es[1], "").unwrap();
+    w.set_label(es[0], &uuid_text(1)).unwrap();
+    assert!(matches!(
+        save_world(&w, instance(0), SCHEMA, document()),
+        Err(SaveError::RepeatedLabel { .. })
+    ));
+    // A level writes held labels only: nothing collides, and a restore holds it again.
+    let file = save_level(&w, instance(0)).unwrap();
+    let labels: Vec<&str> = file.entities.iter().map(|e| e.label.as_str()).collect();
+    assert!(labels.contains(&uuid_text(1).as_str()), "{labels:?}");
+    let mut fresh = level(8);
+    let back = restore_level(&file, Some(instance(0)), &mut fresh).unwrap();
+    let key = PersistentObjectKey::new(instance(0), object(0));
+    let e0 = fresh.resolve(&key).entity().unwrap();
+    assert_eq!(fresh.label(e0), Ok(uuid_text(1).as_str()));
+    assert_eq!(back.entities.len(), 3);
+    assert_eq!(save_level(&fresh, instance(0)).unwrap(), file);
 }
 
 #[test]
