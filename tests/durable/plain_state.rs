@@ -204,7 +204,13 @@ fn a_transaction_with_an_invalid_value_is_refused_whole() {
         ("tag", 7, 0xd8), // a surrogate half is no char
         ("link", 17, 10), // the mode field of a link
     ];
-    for (i, &(name, at, to)) in cases.iter().enumerate() {
+    // Under Miri (far slower): the bool, the NonZero and the link's enum field.
+    let picked: Vec<usize> = if cfg!(miri) {
+        vec![2, 3, 5]
+    } else {
+        (0..cases.len()).collect()
+    };
+    for (i, &(name, at, to)) in picked.iter().map(|&k| (k, &cases[k])) {
         let good = PreparedSpawn::prepare::<Plain, _, _>(
             (Mode::Idle, Visible(true), tag(1, 'a')),
             &mut SeqEntropy::new(100 + i as u64),
