@@ -586,10 +586,14 @@ fn a_failed_duplication_leaves_the_world_unchanged() {
 /// The default name arena grows with the capacity: every entity of a full world can carry an
 /// 18-byte name.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "safe code only (the name arena's default size); thousands of spawns under Miri"
+)]
 fn the_default_name_arena_names_every_entity() {
     let small = Level::try_new_durable(100, DurableConfig::default()).unwrap();
     assert_eq!(small.durable().hierarchy().name_budget(), 64 * 1024);
-    let n = if cfg!(miri) { 3_000 } else { 10_000 };
+    let n = 10_000;
     let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
     assert_eq!(
         w.durable().hierarchy().name_budget(),
