@@ -344,7 +344,10 @@ fn hostile_roster_during_a_partial_respawn() {
     let mut broken = Vec::new();
     for shape in 0..4 {
         for action in 0..11u8 {
-            for k in 0..16 {
+            // Under Miri (far slower) every sixth call, rotating with the shape and action:
+            // each call index, action and shape is still met.
+            let sampled = |k: usize| !cfg!(miri) || (k + usize::from(action) + shape) % 6 == 0;
+            for k in (0..16).filter(|&k| sampled(k)) {
                 let mut h = Hostile {
                     w: W::try_new(8).unwrap(),
                     arm: None,

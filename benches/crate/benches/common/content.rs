@@ -147,14 +147,9 @@ pub fn instance() -> InstanceId {
 
 /// A fresh durable world for `n` entities, in the structural phase.
 pub fn fresh(n: usize) -> Level {
-    let mut w = Level::try_new_durable(
-        n,
-        DurableConfig {
-            name_bytes: 16 * n,
-            ..DurableConfig::default()
-        },
-    )
-    .unwrap();
+    // The default name arena (32 bytes per slot): each entity's record holds its name and its
+    // label (`e{i}` both, up to 18 bytes with the header at 100k).
+    let mut w = Level::try_new_durable(n, DurableConfig::default()).unwrap();
     w.begin_structural();
     w
 }
