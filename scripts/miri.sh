@@ -23,14 +23,26 @@ for t in tests/*/main.rs tests/*.rs; do
   names+=("$name")
 done
 
-# The runs, as "features|cargo test arguments|test filter arguments".
+# The runs, as "features|cargo test arguments|test filter arguments". The world binary (the
+# longest) is split in two by module: the models and groups, and the rest (the filters match
+# substrings: `model::` takes `pool_model::` too).
+world_a="model:: groups:: exact_sparse::"
+world_b="--skip model:: --skip groups:: --skip exact_sparse::"
 # src/content has no unsafe code (its serializers only call safe world APIs): skipped in --lib.
-runs=("|--lib|--skip content::")
-for n in "${names[@]}"; do runs+=("|--test $n|"); done
 # The validation ledger is feature-gated: its unit tests and the memory binary's validation
-# module (its other modules ran above) with the feature on; activity capture too (its observer
-# pointer is the unsafe part).
-runs+=("validation|--lib|memory::" "validation|--test memory|validation::" "capture|--test memory|capture::")
+# module (its other modules run unfeatured) with the feature on; activity capture too (its
+# observer pointer is the unsafe part).
+queue_a=("|--test world|$world_a" "validation|--lib|memory::" "validation|--test memory|validation::"
+  "capture|--test memory|capture::")
+queue_b=("|--test world|$world_b" "|--lib|--skip content::")
+for n in "${names[@]}"; do
+  case "$n" in
+    world) ;;
+    durable | identity | process_wide | soundness) queue_a+=("|--test $n|") ;;
+    *) queue_b+=("|--test $n|") ;;
+  esac
+done
+runs=("${queue_a[@]}" "${queue_b[@]}")
 
 run() { # features, target args, filter args
   local features=()
@@ -53,14 +65,6 @@ if [ "${MIRI_JOBS:-2}" = 1 ]; then
   exit 0
 fi
 
-# Two queues: the world binary (the longest) with the small ones; the rest.
-queue_a=() queue_b=()
-for r in "${runs[@]}"; do
-  case "$r" in
-    *"--test world|"* | *"--test identity|"* | *"--test process_wide|"* | *"--test soundness|"* | validation* | capture*) queue_a+=("$r") ;;
-    *) queue_b+=("$r") ;;
-  esac
-done
 second="$root/miri-queue-b"
 rm -rf "$second"
 mkdir -p "$second"
