@@ -248,8 +248,8 @@ pub enum CheckpointError {
         index: usize,
     },
     /// A component the world does not name, of the wrong size, holding no valid value (a
-    /// `bool` byte other than 0 or 1), repeated, the reserved identity name, or whose references are malformed (entity fields not null, not one
-    /// identity per field).
+    /// `bool` byte other than 0 or 1), repeated, the reserved identity name, or whose
+    /// references are malformed (entity fields not null, not one identity per field).
     #[error("entity {index}: bad component {component}")]
     Component {
         /// Position.

@@ -42,11 +42,11 @@
 /// [Position], &mut [Velocity])`: the packed prefix of the members' dense arrays, in the same
 /// order.
 ///
-/// Component types must be distinct [`Component`](crate::world::Component) types (a repeated type is a compile
-/// error: conflicting `Stores` impls); groups that share a pool must be nested (EnTT's nested
-/// groups: `moving(position: Position, velocity: Velocity)` and `swirling(position: Position,
-/// velocity: Velocity, rotation: Rotation)` are both zips of slices, the larger group's prefix
-/// inside the smaller one's), and a group has 1 to
+/// Component types must be distinct [`Component`](crate::world::Component) types (a repeated
+/// type is a compile error: conflicting `Stores` impls); groups that share a pool must be
+/// nested (EnTT's nested groups: `moving(position: Position, velocity: Velocity)` and
+/// `swirling(position: Position, velocity: Velocity, rotation: Rotation)` are both zips of
+/// slices, the larger group's prefix inside the smaller one's), and a group has 1 to
 /// [`MAX_GROUP_MEMBERS`](crate::world::MAX_GROUP_MEMBERS) members (the constructor fails with
 /// `GroupOverlap` otherwise). Field and group names must differ from each other and from
 /// `registry`, the one name the macro reserves.

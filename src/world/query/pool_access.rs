@@ -137,7 +137,9 @@ fn not_a_group(first: &'static str) -> ! {
 
 macro_rules! tuple_group {
     ($t0:ident 0 $(, $t:ident $i:tt)*) => {
-        impl<W: Roster + Stores<$t0> $(+ Stores<$t>)*, $t0: Component $(, $t: Component)*> GroupQuery<W> for ($t0, $($t,)*) {
+        impl<W: Roster + Stores<$t0> $(+ Stores<$t>)*, $t0: Component $(, $t: Component)*>
+            GroupQuery<W> for ($t0, $($t,)*)
+        {
             type Out<'a> = (Owners<'a>, &'a mut [$t0] $(, &'a mut [$t])*) where W: 'a;
             #[inline]
             fn fetch(world: &mut W) -> Self::Out<'_> {

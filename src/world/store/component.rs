@@ -8,7 +8,7 @@ use crate::world::store::error::WorldError;
 
 /// Plain state a [`ComponentPool`](crate::ComponentPool) holds: `Copy`, `'static`, no
 /// uninitialized byte ([`NoUninit`]: no padding, so its bytes can be copied out) and a bit
-/// pattern that can be checked ([`CheckedBitPattern`]). Every [`Component`] type is one; so
+/// pattern that can be checked ([`CheckedBitPattern`]). Every [`bytemuck::Pod`] type is one; so
 /// are `bool`, `char`, the `NonZero*` integers, fieldless `#[repr(u8)]` (or wider) enums, and
 /// structs of those that derive `NoUninit` and `CheckedBitPattern`.
 ///
@@ -19,9 +19,10 @@ use crate::world::store::error::WorldError;
 ///
 /// Not in the class: `Option<EntityId>` (its `None` leaves 16 bytes uninitialized; the null
 /// reference is [`EntityId::NULL`](crate::EntityId::NULL), all zeros, converted with
-/// [`Handle::non_null`](crate::Handle::non_null) and [`Handle::from_option`](crate::Handle::from_option)),
-/// and arrays of `bool` or enums (bytemuck checks no array pattern: wrap them in a struct of
-/// named fields, or use a `u8` bit set).
+/// [`Handle::non_null`](crate::Handle::non_null) and
+/// [`Handle::from_option`](crate::Handle::from_option)), and arrays of `bool` or enums
+/// (bytemuck checks no array's pattern: wrap them in a struct of named fields, or use a `u8`
+/// bit set).
 ///
 /// Implemented for every type with both bytemuck traits; nothing else can implement it.
 pub trait Component: NoUninit + CheckedBitPattern {}
