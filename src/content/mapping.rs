@@ -5,8 +5,9 @@
 //! ([`Roster::NAMES`](crate::world::roster::Roster::NAMES)) are the component names of the record.
 //! Each component's properties are its serde form ([`RecordComponent`]:
 //! [`Component`](crate::world::Component) + `Serialize` + `DeserializeOwned`, a blanket impl),
-//! so a `#[derive(Serialize, Deserialize)]` struct is a record component. Entity-typed fields are the ones the component's
-//! [`EntityRefs`](crate::durable::EntityRefs) impl visits (declared in the world's
+//! so a `#[derive(Serialize, Deserialize)]` struct is a record component. Entity-typed fields
+//! are the ones the component's [`EntityRefs`](crate::durable::EntityRefs) impl visits
+//! (declared in the world's
 //! `entity_refs { .. }` clause); they carry [`entity_ref`] as their serde adapter, so in a
 //! record they hold the target's UUID, `""` for no target:
 //!

@@ -219,8 +219,8 @@ fn downcast_mut<H: Component, T: Component, A: Allocator + Clone + 'static>(
 ) -> Option<&mut ComponentPool<T, A>> {
     if TypeId::of::<H>() == TypeId::of::<T>() {
         // SAFETY: equal `TypeId`s of two `'static` types (`Component: 'static`) mean `H` and
-        // `T` are the same type, so `ComponentPool<H, A>` and `ComponentPool<T, A>` are one type and
-        // the cast keeps the borrow's lifetime and exclusivity.
+        // `T` are the same type, so `ComponentPool<H, A>` and `ComponentPool<T, A>` are one
+        // type and the cast keeps the borrow's lifetime and exclusivity.
         Some(unsafe { &mut *(pool as *mut ComponentPool<H, A>).cast::<ComponentPool<T, A>>() })
     } else {
         None
