@@ -7,9 +7,8 @@
 //! [`Component`](crate::world::Component) + `Serialize` + `DeserializeOwned`, a blanket impl),
 //! so a `#[derive(Serialize, Deserialize)]` struct is a record component. Entity-typed fields
 //! are the ones the component's [`EntityRefs`](crate::durable::EntityRefs) impl visits
-//! (declared in the world's
-//! `entity_refs { .. }` clause); they carry [`entity_ref`] as their serde adapter, so in a
-//! record they hold the target's UUID, `""` for no target:
+//! (declared in the world's `entity_refs { .. }` clause); they carry [`entity_ref`] as their
+//! serde adapter, so in a record they hold the target's UUID, `""` for no target:
 //!
 //! ```
 //! use ludus::durable::EntityRefs;
