@@ -32,9 +32,9 @@ world_b="--skip model:: --skip groups:: --skip exact_sparse::"
 # The validation ledger is feature-gated: its unit tests and the memory binary's validation
 # module (its other modules run unfeatured) with the feature on; activity capture too (its
 # observer pointer is the unsafe part).
-queue_a=("|--test world|$world_a" "validation|--lib|memory::" "validation|--test memory|validation::"
-  "capture|--test memory|capture::")
-queue_b=("|--test world|$world_b" "|--lib|--skip content::")
+queue_a=("|--test world|$world_a" "|--lib|--skip content::" "validation|--lib|memory::"
+  "validation|--test memory|validation::" "capture|--test memory|capture::")
+queue_b=("|--test world|$world_b")
 for n in "${names[@]}"; do
   case "$n" in
     world) ;;
