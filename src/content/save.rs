@@ -177,7 +177,7 @@ where
     // the UUID order's sort keys and the label candidates' name hashes. Everything after this
     // pass reads per-slot tables, so no per-entity row is ever moved.
     let hierarchy = durable.hierarchy();
-    let mut saved = Saved::default();
+    let mut saved = Saved::with_slots(registry.created_slots());
     let mut keyed: Vec<u64> = Vec::with_capacity(durable.bindings().len());
     let mut named: Vec<u64> = Vec::new();
     let mut name_bytes = 0;
@@ -393,9 +393,8 @@ const PREFETCH: usize = 8;
 /// pages are touched as they are written (and the `Vec` grows past it if a world needs more).
 const ROW_BYTES_GUESS: usize = 256;
 
-/// The saved entities, by slot: every table is as long as the highest saved slot + 1, and
-/// pass 1 writes them front to back.
-#[derive(Default)]
+/// The saved entities, by slot: every table covers the registry's created slots (sized once,
+/// before pass 1 writes them front to back).
 struct Saved<'w> {
     /// Each saved slot's UUID, as its big-endian integer (integer order is byte order): pass 2
     /// turns a link into its target's UUID with one read.
@@ -415,6 +414,21 @@ struct Saved<'w> {
 }
 
 impl<'w> Saved<'w> {
+    /// Tables for slots `0..slots` (every live entity's slot is below the registry's created
+    /// slots), so that `push` never grows them.
+    fn with_slots(slots: usize) -> Self {
+        let words = slots.div_ceil(64);
+        Self {
+            objects: vec![0; slots],
+            ranks: vec![0; slots],
+            names: vec![""; slots],
+            texts: vec![""; slots],
+            labels: vec![0; words],
+            stored: vec![0; words],
+            plain: vec![0; words],
+        }
+    }
+
     /// Adds a saved slot: its name, and its label candidate `text` (`stored`: the world's
     /// label; else the name) when it may be its label.
     fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, text: &'w str) {

@@ -276,6 +276,12 @@ impl<A: Allocator + Clone> EntityRegistry<A> {
         self.capacity
     }
 
+    /// Slots ever created: every slot that has held an entity is below it.
+    #[inline]
+    pub(crate) fn created_slots(&self) -> usize {
+        self.high as usize
+    }
+
     /// Number of alive entities (live or pending destruction).
     #[inline]
     pub fn len(&self) -> usize {
