@@ -149,6 +149,13 @@ impl EntityFields for EntityId {
     }
 }
 
+impl<T: EntityFields, const N: usize> EntityFields for crate::world::PlainArray<T, N> {
+    #[inline]
+    fn visit_fields(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        self.0.visit_fields(visit);
+    }
+}
+
 impl<T: EntityFields, const N: usize> EntityFields for [T; N] {
     #[inline]
     fn visit_fields(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {

@@ -98,7 +98,7 @@ pub use query::column::{
 pub use query::join::{join, IntoJoin, Join, JoinPlan};
 pub use raw::dense::MAX_GROUP_MEMBERS;
 pub use raw::keys::{EntityId, EntityKey, EntityTag, Owners, OwnersIter};
-pub use store::component::Component;
+pub use store::component::{Component, PlainArray};
 pub use store::error::{CommandError, InitError, Rejection, WorldError};
 pub use store::pool::{ComponentPool, SELECT_BLOCK};
 pub use store::read_only::ReadOnly;

@@ -1,5 +1,5 @@
 //! Components of the plain-state class beyond `Pod` — a fieldless enum, a `bool`, `NonZeroU32`
-//! and `char` beside a reference — keep their serde forms through records (both readers) and
+//! and `char` beside a reference, arrays of a `bool` and an enum — keep their serde forms through records (both readers) and
 //! level files; a form that is no value of the component is refused at it, nothing restored.
 
 use core::num::NonZeroU32;
@@ -14,6 +14,7 @@ use ludus::content::{
 };
 use ludus::identity::{PersistentObjectKey, SourceObjectId};
 use ludus::prelude::*;
+use ludus::world::PlainArray;
 use serde::{Deserialize, Serialize};
 
 /// A fieldless enum.
@@ -44,6 +45,18 @@ pub struct Flag {
     pub _pad: [u8; 3],
 }
 
+/// Arrays of a bool and of an enum.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, NoUninit, CheckedBitPattern, Serialize, Deserialize,
+)]
+#[repr(C)]
+pub struct Panel {
+    /// Switches.
+    pub on: PlainArray<bool, 2>,
+    /// Modes.
+    pub modes: PlainArray<Mode, 2>,
+}
+
 /// A reference beside checked fields.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, NoUninit, CheckedBitPattern, Zeroable, Serialize, Deserialize,
@@ -68,7 +81,7 @@ impl EntityRefs for Link {
 }
 
 ludus::world! {
-    pub struct Plain { pub mode: Mode, pub flag: Flag, pub link: Link }
+    pub struct Plain { pub mode: Mode, pub flag: Flag, pub link: Link, pub panel: Panel }
     durable { entity_refs { Link } }
 }
 
@@ -92,7 +105,11 @@ fn flag(count: u32, glyph: char, on: bool) -> Flag {
 /// Two bound entities: 0 walks, flagged, linking to 1; 1 idles.
 fn world() -> Plain {
     let mut w = plain();
-    let a = w.spawn((Mode::Walk, flag(7, 'ß', true))).unwrap();
+    let panel = Panel {
+        on: [false, true].into(),
+        modes: [Mode::Walk, Mode::Idle].into(),
+    };
+    let a = w.spawn((Mode::Walk, flag(7, 'ß', true), panel)).unwrap();
     let b = w.spawn((Mode::Idle,)).unwrap();
     let to_b = Link {
         target: b,
@@ -114,6 +131,7 @@ type Row = (
     Option<Mode>,
     Option<Flag>,
     Option<(Option<SourceObjectId>, Mode, bool)>,
+    Option<Panel>,
 );
 
 fn rows(w: &Plain) -> BTreeMap<SourceObjectId, Row> {
@@ -125,9 +143,10 @@ fn rows(w: &Plain) -> BTreeMap<SourceObjectId, Row> {
                 .link
                 .get(e)
                 .map(|l| (w.key_of(l.target).map(|k| k.object), l.mode, l.armed));
+            let panel = w.panel.get(e).copied();
             (
                 key.object,
-                (w.mode.get(e).copied(), w.flag.get(e).copied(), link),
+                (w.mode.get(e).copied(), w.flag.get(e).copied(), link, panel),
             )
         })
         .collect()
@@ -141,6 +160,10 @@ fn the_class_keeps_its_serde_forms_through_records_and_levels() {
     assert!(text.contains("\"mode\":\"Walk\""), "{text}");
     assert!(text.contains("\"on\":true"), "{text}");
     assert!(text.contains("\"glyph\":\"ß\""), "{text}");
+    assert!(
+        text.contains("\"modes\":[\"Walk\",\"Idle\"],\"on\":[false,true]"),
+        "{text}"
+    );
     let mut streamed = plain();
     restore_world_from_slice(Path::new("p.json"), &bytes, instance(0), &mut streamed).unwrap();
     assert_eq!(rows(&streamed), rows(&w));
@@ -167,6 +190,8 @@ fn a_form_that_is_no_value_is_refused_at_its_component() {
         ("\"count\":7", "\"count\":0"),
         ("\"mode\":\"Walk\"", "\"mode\":\"Run\""),
         ("\"mode\":\"Walk\"", "\"mode\":4"),
+        ("\"on\":[false,true]", "\"on\":[false,2]"),
+        ("\"on\":[false,true]", "\"on\":[false]"),
     ] {
         assert!(text.contains(from), "{from}");
         let bytes = text.replacen(from, to, 1).into_bytes();

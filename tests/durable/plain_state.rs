@@ -1,5 +1,5 @@
 //! Components of the whole plain-state class — `bool`, fieldless enums, `char`, `NonZero`
-//! integers and structs of those — through every durable form: prepared spawns, transactions,
+//! integers, arrays of those (`PlainArray`) and structs of those — through every durable form: prepared spawns, transactions,
 //! replay logs and checkpoints keep them, and bytes that hold no value of the component (a
 //! `bool` byte of 2, an enum discriminant no variant has) are refused with a typed error before
 //! anything changes.
@@ -14,6 +14,7 @@ use ludus::durable::{
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::PersistentId;
 use ludus::prelude::*;
+use ludus::world::PlainArray;
 
 /// A fieldless enum with a gap in its discriminants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, NoUninit, CheckedBitPattern, Zeroable)]
@@ -40,6 +41,18 @@ pub struct Tag {
     pub count: NonZeroU32,
     /// A glyph.
     pub glyph: char,
+}
+
+/// Arrays of bools and of an enum (a bare array has no checked form: `PlainArray` does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, NoUninit, CheckedBitPattern)]
+#[repr(C)]
+pub struct Panel {
+    /// Switches.
+    pub on: PlainArray<bool, 3>,
+    /// Modes.
+    pub modes: PlainArray<Mode, 2>,
+    /// Explicit padding.
+    pub _pad: [u8; 3],
 }
 
 /// A reference beside checked fields.
@@ -73,6 +86,8 @@ ludus::world! {
         pub tag: Tag,
         /// A reference with checked fields.
         pub link: Link,
+        /// Arrays of checked elements.
+        pub panel: Panel,
     }
     durable { entity_refs { Link } }
 }
@@ -106,10 +121,18 @@ fn link(target: EntityId, armed: bool, mode: Mode) -> Link {
     }
 }
 
-/// A logged world: A (walking, visible, tagged), then B linking to A (dead, hidden).
+fn panel() -> Panel {
+    Panel {
+        on: [true, false, true].into(),
+        modes: [Mode::Dead, Mode::Walk].into(),
+        _pad: [0; 3],
+    }
+}
+
+/// A logged world: A (walking, visible, tagged, a panel), then B linking to A (dead, hidden).
 fn logged(w: &mut Plain) -> (ReplayLog, PersistentId, PersistentId) {
     let a = PreparedSpawn::prepare::<Plain, _, _>(
-        (Mode::Walk, Visible(true), tag(3, 'λ')),
+        (Mode::Walk, Visible(true), tag(3, 'λ'), panel()),
         &mut SeqEntropy::new(1),
     )
     .unwrap();
@@ -148,7 +171,7 @@ fn state(w: &Plain, a: &PersistentId, b: &PersistentId) -> impl PartialEq + core
     let l = w.get::<Link>(eb).copied().unwrap();
     (
         (w.get::<Mode>(ea).copied(), w.get::<Visible>(ea).copied()),
-        w.get::<Tag>(ea).copied(),
+        (w.get::<Tag>(ea).copied(), w.get::<Panel>(ea).copied()),
         (w.get::<Mode>(eb).copied(), w.get::<Visible>(eb).copied()),
         (l.target == ea, l.armed, l.mode),
     )
@@ -160,6 +183,7 @@ fn the_class_survives_transactions_replays_and_checkpoints() {
     let (log, a, b) = logged(&mut x);
     let want = state(&x, &a, &b);
     assert_eq!(x.get::<Tag>(x.entity_of(&a).unwrap()), Some(&tag(3, 'λ')));
+    assert_eq!(x.get::<Panel>(x.entity_of(&a).unwrap()), Some(&panel()));
     // A replay through the log's JSON onto a fresh world, other slots.
     let text = serde_json::to_string(&log).unwrap();
     let mut y = plain();
@@ -196,17 +220,19 @@ fn a_transaction_with_an_invalid_value_is_refused_whole() {
     let before = (w.checkpoint_digest().unwrap(), w.registry.len());
     // Each case: a value of the right size no component has. The first command is good, so a
     // transaction that applied commands one by one would leave it behind.
-    let cases: [(&str, usize, u8); 6] = [
+    let cases: [(&str, usize, u8); 8] = [
         ("mode", 0, 2),
         ("mode", 0, 255),
         ("visible", 0, 2),
         ("tag", 0, 0),    // NonZeroU32 of zero (bytes 0..4 all zero)
         ("tag", 7, 0xd8), // a surrogate half is no char
         ("link", 17, 10), // the mode field of a link
+        ("panel", 2, 2),  // the last switch
+        ("panel", 4, 3),  // the second mode
     ];
     // Under Miri (far slower): the bool, the NonZero and the link's enum field.
     let picked: Vec<usize> = if cfg!(miri) {
-        vec![2, 3, 5]
+        vec![2, 3, 5, 7]
     } else {
         (0..cases.len()).collect()
     };
@@ -222,6 +248,7 @@ fn a_transaction_with_an_invalid_value_is_refused_whole() {
                 Visible(true),
                 tag(0x0101_0101, 'b'),
                 link(EntityId::NULL, false, Mode::Idle),
+                panel(),
             ),
             &mut SeqEntropy::new(200 + i as u64),
         )
@@ -278,7 +305,12 @@ fn a_checkpoint_with_an_invalid_value_is_refused_whole() {
     let want = state(&w, &a, &b);
     let digest = w.checkpoint_digest().unwrap();
     let good = w.checkpoint().unwrap();
-    for (name, at, to) in [("mode", 0, 3u8), ("visible", 0, 7), ("link", 16, 2)] {
+    for (name, at, to) in [
+        ("mode", 0, 3u8),
+        ("visible", 0, 7),
+        ("link", 16, 2),
+        ("panel", 0, 9),
+    ] {
         let mut bad = good.clone();
         // The last entity holding the component (entities ascend by id: either of the two).
         let (index, c) = bad
