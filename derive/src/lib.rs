@@ -109,17 +109,12 @@ fn is_packed(input: &DeriveInput) -> syn::Result<bool> {
     let mut packed = false;
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("repr")) {
         attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("packed") {
-                packed = true;
-                if meta.input.peek(syn::token::Paren) {
-                    let content;
-                    syn::parenthesized!(content in meta.input);
-                    content.parse::<syn::LitInt>()?;
-                }
-            } else if meta.path.is_ident("align") && meta.input.peek(syn::token::Paren) {
-                let content;
-                syn::parenthesized!(content in meta.input);
-                content.parse::<syn::LitInt>()?;
+            packed |= meta.path.is_ident("packed");
+            // `packed(N)`, `align(N)`: the argument is read and ignored.
+            if meta.input.peek(syn::token::Paren) {
+                let arg;
+                syn::parenthesized!(arg in meta.input);
+                arg.parse::<proc_macro2::TokenStream>()?;
             }
             Ok(())
         })?;

@@ -105,7 +105,21 @@ pub fn save_world<W: DurableOps>(
 where
     W::Components: RecordList,
 {
-    let bytes = save_world_bytes(world, instance, schema, document)?;
+    saved_record(world, instance, schema, document, Labels::Record)
+}
+
+/// The record [`write_record`] writes, read back.
+fn saved_record<W: DurableOps>(
+    world: &W,
+    instance: InstanceId,
+    schema: &str,
+    document: AssetId,
+    labels: Labels,
+) -> Result<WorldV2, SaveError>
+where
+    W::Components: RecordList,
+{
+    let bytes = write_record(world, instance, schema, document, labels)?;
     WorldV2::from_slice(std::path::Path::new("saved"), &bytes)
         .map_err(|e| SaveError::Reread(e.to_string()))
 }
@@ -128,7 +142,7 @@ where
 }
 
 /// Which form the labels are settled for.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Labels {
     /// A World record: every entity has a label, derived when not held.
     Record,
@@ -361,9 +375,7 @@ where
         .find(|u| !taken.contains(u))
         .and_then(|u| AssetId::from_uuid(Uuid::from_u128(u)).ok())
         .ok_or(SaveError::World(DurableError::Disabled))?;
-    let bytes = write_record(world, instance, LEVEL_FORMAT, document, Labels::Level)?;
-    let record = WorldV2::from_slice(std::path::Path::new("saved"), &bytes)
-        .map_err(|e| SaveError::Reread(e.to_string()))?;
+    let record = saved_record(world, instance, LEVEL_FORMAT, document, Labels::Level)?;
     let label = |object: SourceObjectId| {
         let key = crate::identity::PersistentObjectKey::new(instance, object);
         let entity = world.resolve(&key).entity();
@@ -429,19 +441,11 @@ impl<'w> Saved<'w> {
         }
     }
 
-    /// Adds a saved slot: its name, and its label candidate `text` (`stored`: the world's
-    /// label; else the name) when it may be its label.
+    /// Adds a saved slot (below the tables' length: a live entity's, `with_slots`): its name,
+    /// and its label candidate `text` (`stored`: the world's label; else the name) when it may
+    /// be its label.
     fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, text: &'w str) {
         let at = slot as usize;
-        if self.objects.len() <= at {
-            self.objects.resize(at + 1, 0);
-            self.ranks.resize(at + 1, 0);
-            self.names.resize(at + 1, "");
-            self.texts.resize(at + 1, "");
-            self.labels.resize(at / 64 + 1, 0);
-            self.stored.resize(at / 64 + 1, 0);
-            self.plain.resize(at / 64 + 1, 0);
-        }
         self.objects[at] = object;
         self.ranks[at] = u64::from(generation) << 32;
         self.names[at] = name;
