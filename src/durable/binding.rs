@@ -2,15 +2,17 @@
 //!
 //! Two derived mappings, published and removed together:
 //!
-//! - **forward**, `PersistentObjectKey → (slot, generation)`: a preallocated open-addressing
-//!   table at most half full (`entries = next_pow2(2 × capacity)`). An entry is 16 bytes — a
-//!   keyed 64-bit hash of the key (its tag; odd, so 0 marks an empty entry) and the bound
-//!   incarnation — four to a 64-byte group, probed group by group from the key's home group
-//!   with one branch per group. Deletion keeps probe sequences intact without tombstones.
-//! - **reverse**, per registry slot: the key, kind and generation of the binding. A tag match is
-//!   confirmed against it (exact key equality), so a recycled slot never inherits a former
-//!   object's key and a tag collision costs a compare, never a wrong answer; the load depends
-//!   only on the slot, so it overlaps the registry's liveness check and the caller's read.
+//! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated
+//!   open-addressing table at most half full (`entries = next_pow2(2 × capacity)`). An entry is
+//!   48 bytes and holds the whole key, so a hit is confirmed (exact key equality) in the line
+//!   it probed. Entries come in groups of eight, each group with one control word: a byte per
+//!   entry, `EMPTY` or seven bits of the key's keyed hash. A probe walks groups from the key's
+//!   home group and compares a key only where its control byte matches (a word-wide compare of
+//!   the eight bytes), so a lookup reads one control word and, on a hit, one entry. Deletion
+//!   keeps probe sequences intact without tombstones.
+//! - **reverse**, per registry slot: the key, kind and generation of the binding (what
+//!   `key_of`, iteration in slot order and a detach read), so a recycled slot never inherits a
+//!   former object's key.
 //!
 //! Keys are untrusted input (level files, saves, mods). The entry index comes from a keyed hash
 //! (folded 64×64→128 multiplies over the key's words, mixed with a per-table secret drawn from
@@ -263,54 +265,79 @@ pub(crate) fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
     Ok(())
 }
 
-/// A forward entry (16 bytes, four per cache line): a keyed 64-bit hash of the whole key (its
-/// tag; odd, so 0 marks an empty entry) and the bound incarnation. The full key is compared
-/// exactly against the slot's reverse entry, a load that depends only on the slot and so runs
-/// in parallel with the registry's liveness check and the caller's component read. A
-/// reservation of a duplication in progress has `slot == u32::MAX`.
+/// A forward entry (48 bytes): the whole key, the bound incarnation and its kind, and the high
+/// half of the key's hash (its home group, read when a deletion moves entries back). Its
+/// contents mean nothing while its control byte is `EMPTY`. A reservation of a duplication in
+/// progress has `slot == u32::MAX - k` (beyond every registry slot), `k` its place among the
+/// reserved keys.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 struct Entry {
-    tag: u64,
+    key: Words,
     slot: u32,
     generation: u32,
+    kind: u32,
+    home: u32,
 }
 
-const EMPTY: Entry = Entry {
-    tag: 0,
+const VACANT: Entry = Entry {
+    key: Words::ZERO,
     slot: 0,
     generation: 0,
+    kind: 0,
+    home: 0,
 };
 
-/// Four entries: one cache line, the unit of probing.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, align(64))]
-struct Group([Entry; 4]);
+/// Entries per group (one control word).
+const GROUP: usize = 8;
 
-/// Entries per group.
-const GROUP: usize = 4;
+/// A control byte: an empty entry (high bit set); a full one holds seven bits of its hash.
+const EMPTY: u8 = 0x80;
 
-/// A group's entries with `tag`, as a bit mask: a probe takes one branch per group on it.
+/// A group of empty entries.
+const ALL_EMPTY: u64 = 0x8080_8080_8080_8080;
+
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+
+/// The control byte of a key with hash `tag` (bits independent of its home group's).
 #[inline(always)]
-fn hits(group: &[Entry; GROUP], tag: u64) -> u32 {
-    let mut hits = 0u32;
-    for (m, e) in group.iter().enumerate() {
-        hits |= u32::from(e.tag == tag) << m;
-    }
-    hits
+fn h2(tag: u64) -> u8 {
+    (tag & 0x7f) as u8
 }
 
-/// A group's empty entries, as a bit mask: read only once the group holds no match (a hit
-/// never computes it).
+/// The control byte of a key with hash `tag`, repeated in every byte of a word.
 #[inline(always)]
-fn empties(group: &[Entry; GROUP]) -> u32 {
-    hits(group, 0)
+fn pattern(tag: u64) -> u64 {
+    (tag & 0x7f) * LOW_BITS
+}
+
+/// The entries of control word `ctrl` whose byte is the one `pattern` repeats, as a mask of
+/// each byte's high bit (may include a full entry whose byte differs, above a true match: a
+/// key compare decides; never an empty one).
+#[inline(always)]
+fn matches(ctrl: u64, pattern: u64) -> u64 {
+    let x = ctrl ^ pattern;
+    x.wrapping_sub(LOW_BITS) & !x & ALL_EMPTY
+}
+
+/// The empty entries of control word `ctrl`, as a mask of each byte's high bit (exact).
+#[inline(always)]
+fn empties(ctrl: u64) -> u64 {
+    ctrl & ALL_EMPTY
+}
+
+/// The entry (within its group) of the lowest byte set in a nonzero mask of `matches` or
+/// `empties`.
+#[inline(always)]
+fn lowest(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize & (GROUP - 1)
 }
 
 /// How many keys ahead a batch asks for a key's home group.
 const PREFETCH: usize = 8;
 
-/// Keys per block of [`WorldBindingTable::lookup_batch`].
+/// How many keys ahead of the one it confirms [`WorldBindingTable::lookup_batch`] hashes (the
+/// depth of its pipeline).
 pub const LOOKUP_BATCH: usize = 16;
 
 /// Tables up to this footprint (forward and reverse) are looked up key by key even in a
@@ -338,8 +365,8 @@ const UNBOUND: Reverse = Reverse {
 
 /// Where a probe for a key ended.
 enum Probe {
-    /// The key is at this entry, bound with this kind (a reservation's: 0).
-    Found(usize, u32),
+    /// The key is at this entry (a binding or a reservation).
+    Found(usize),
     /// The key is absent; this empty entry ends its probe sequence.
     Vacant(usize),
     /// The probe sequence is longer than [`MAX_PROBE`].
@@ -364,7 +391,9 @@ pub struct BindingStats {
 pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     /// Owner token of the registry whose entities this table binds (0: unattached).
     owner: OwnerToken,
-    groups: Vec<Group, A>,
+    /// One control word per group of [`GROUP`] entries.
+    ctrl: Vec<u64, A>,
+    entries: Vec<Entry, A>,
     /// Groups minus one (a power of two minus one); 0 for a disabled table.
     mask: usize,
     /// One entry per registry slot.
@@ -389,7 +418,7 @@ impl<A: Allocator + Clone> core::fmt::Debug for WorldBindingTable<A> {
             .field("owner", &self.owner)
             .field("len", &self.len)
             .field("capacity", &self.capacity)
-            .field("entries", &(self.groups.len() * GROUP))
+            .field("entries", &self.entries.len())
             .field("revision", &self.revision)
             .field("stats", &self.stats)
             .finish()
@@ -447,7 +476,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         };
         Ok(Self {
             owner,
-            groups: filled(entries / GROUP, Group([EMPTY; GROUP]), alloc.clone())?,
+            ctrl: filled(entries / GROUP, ALL_EMPTY, alloc.clone())?,
+            entries: filled(entries, VACANT, alloc.clone())?,
             mask: (entries / GROUP).saturating_sub(1),
             reverse: filled(
                 if capacity == 0 { 0 } else { slots },
@@ -531,20 +561,21 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.stats
     }
 
-    /// Bytes of fixed storage (forward buckets and reverse entries).
+    /// Bytes of fixed storage (forward entries and control words, reverse entries).
     pub fn footprint_bytes(&self) -> usize {
-        self.groups.len() * core::mem::size_of::<Group>()
+        self.ctrl.len() * core::mem::size_of::<u64>()
+            + self.entries.len() * core::mem::size_of::<Entry>()
             + self.reverse.len() * core::mem::size_of::<Reverse>()
     }
 
-    /// The keyed 64-bit hash of a key, odd (0 marks an empty entry): its high half picks the
-    /// home group, and the whole is the entry's tag.
+    /// The keyed 64-bit hash of a key (its tag): the high half picks the home group, the low
+    /// seven bits are the control byte.
     #[inline(always)]
     fn tag(&self, w: &Words) -> u64 {
         let s = &self.secret;
         let object = fold(w.object[0] ^ s[0], w.object[1] ^ s[1]);
         let instance = fold(w.instance[0] ^ s[2], w.instance[1] ^ s[3]);
-        (object ^ instance.rotate_left(32)) | 1
+        object ^ instance.rotate_left(32)
     }
 
     #[inline(always)]
@@ -554,30 +585,34 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     #[inline(always)]
     fn entry(&self, i: usize) -> &Entry {
-        &self.groups[i / GROUP].0[i % GROUP]
+        &self.entries[i]
     }
 
+    /// The control byte of entry `i`.
     #[inline(always)]
-    fn entry_mut(&mut self, i: usize) -> &mut Entry {
-        &mut self.groups[i / GROUP].0[i % GROUP]
+    fn control(&self, i: usize) -> u8 {
+        (self.ctrl[i / GROUP] >> (8 * (i % GROUP))) as u8
     }
 
-    /// Whether `e` (whose tag equals the key's) is the key's entry: its slot's reverse entry
-    /// holds the key (exact) for this incarnation (its kind returned), or it is the
-    /// reservation of this key (kind 0).
+    /// Sets the control byte of entry `i`.
     #[inline(always)]
-    fn key_matches(&self, e: &Entry, w: &Words) -> Option<u32> {
-        match self.reverse.get(e.slot as usize) {
-            Some(r) => (r.generation == e.generation && r.key == *w).then_some(r.kind),
-            None => self.reserved_matches(e, w).then_some(0),
-        }
+    fn set_control(&mut self, i: usize, byte: u8) {
+        let shift = 8 * (i % GROUP);
+        let word = &mut self.ctrl[i / GROUP];
+        *word = (*word & !(0xff << shift)) | (u64::from(byte) << shift);
     }
 
-    /// Whether the reservation `e` is the one of key `w` (cold: only during a duplication).
-    #[cold]
-    fn reserved_matches(&self, e: &Entry, w: &Words) -> bool {
-        let k = (u32::MAX - e.slot) as usize;
-        self.scratch.get(k).is_some_and(|(key, _)| key == w)
+    /// Fills entry `i` (empty) with `e`, whose key has hash `tag`.
+    #[inline(always)]
+    fn fill(&mut self, i: usize, tag: u64, e: Entry) {
+        self.entries[i] = e;
+        self.set_control(i, h2(tag));
+    }
+
+    /// Whether entry `i` is full.
+    #[inline(always)]
+    fn is_full(&self, i: usize) -> bool {
+        self.control(i) & EMPTY == 0
     }
 
     /// Looks `w` up: its entry, or the first empty entry of its probe sequence (groups from
@@ -590,27 +625,54 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// [`probe`](Self::probe) with the key's tag already computed.
     #[inline(always)]
     fn probe_tagged(&self, w: &Words, tag: u64) -> Probe {
-        if self.groups.is_empty() {
+        if self.ctrl.is_empty() {
             return Probe::Limit;
         }
+        let pattern = pattern(tag);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
-            let group = &self.groups[g].0;
-            let mut hits = hits(group, tag);
+            let ctrl = self.ctrl[g];
+            let mut hits = matches(ctrl, pattern);
             while hits != 0 {
-                let m = hits.trailing_zeros() as usize;
-                if let Some(kind) = self.key_matches(&group[m], w) {
-                    return Probe::Found(g * GROUP + m, kind);
+                let i = g * GROUP + lowest(hits);
+                let e = self.entry(i);
+                if e.key == *w {
+                    return Probe::Found(i);
                 }
                 hits &= hits - 1;
             }
-            let empty = empties(group);
+            let empty = empties(ctrl);
             if empty != 0 {
-                return Probe::Vacant(g * GROUP + empty.trailing_zeros() as usize);
+                return Probe::Vacant(g * GROUP + lowest(empty));
             }
             g = (g + 1) & self.mask;
         }
         Probe::Limit
+    }
+
+    /// The entry of key `w`, if any (a binding or a reservation): [`probe`](Self::probe)'s
+    /// hit path alone, what every lookup takes.
+    #[inline(always)]
+    fn find(&self, w: &Words) -> Option<&Entry> {
+        let tag = self.tag(w);
+        let pattern = pattern(tag);
+        let mut g = self.home(tag);
+        for _ in 0..MAX_PROBE / GROUP {
+            let ctrl = *self.ctrl.get(g)?;
+            let mut hits = matches(ctrl, pattern);
+            while hits != 0 {
+                let e = &self.entries[g * GROUP + lowest(hits)];
+                if e.key == *w {
+                    return Some(e);
+                }
+                hits &= hits - 1;
+            }
+            if empties(ctrl) != 0 {
+                return None;
+            }
+            g = (g + 1) & self.mask;
+        }
+        None
     }
 
     #[inline(always)]
@@ -623,25 +685,25 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// group that was not full (no probe sequence runs past it).
     fn remove_entry(&mut self, i: usize) {
         let mut hole = i;
-        *self.entry_mut(hole) = EMPTY;
+        self.set_control(hole, EMPTY);
         let mut g = hole / GROUP;
         for _ in 0..=self.mask {
             g = (g + 1) & self.mask;
-            let group = self.groups[g].0;
-            let was_full = group.iter().all(|e| e.tag != 0);
+            let was_full = empties(self.ctrl[g]) == 0;
             let hole_group = hole / GROUP;
-            let movable = group.iter().position(|e| {
-                e.tag != 0 && {
-                    let home = self.home(e.tag);
-                    // `e` may move to the hole's group unless its home lies cyclically in
-                    // `(hole_group, g]`.
+            let movable = (g * GROUP..(g + 1) * GROUP).find(|&j| {
+                self.is_full(j) && {
+                    let home = self.entries[j].home as usize & self.mask;
+                    // The entry may move to the hole's group unless its home lies cyclically
+                    // in `(hole_group, g]`.
                     (g.wrapping_sub(home) & self.mask) >= (g.wrapping_sub(hole_group) & self.mask)
                 }
             });
-            if let Some(m) = movable {
-                *self.entry_mut(hole) = group[m];
-                hole = g * GROUP + m;
-                *self.entry_mut(hole) = EMPTY;
+            if let Some(j) = movable {
+                self.entries[hole] = self.entries[j];
+                self.set_control(hole, self.control(j));
+                self.set_control(j, EMPTY);
+                hole = j;
             }
             if !was_full {
                 break;
@@ -652,7 +714,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// Removes the binding of `key` (forward and reverse), if any; true when one was removed.
     fn unbind_key(&mut self, w: &Words) -> bool {
         match self.probe(w) {
-            Probe::Found(i, _) => {
+            Probe::Found(i) => {
                 self.unbind_at(i, w);
                 true
             }
@@ -675,9 +737,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     #[cfg(feature = "test-hooks")]
     fn clear(&mut self) {
         if self.len > 0 {
-            self.groups
-                .iter_mut()
-                .for_each(|g| *g = Group([EMPTY; GROUP]));
+            self.ctrl.iter_mut().for_each(|c| *c = ALL_EMPTY);
             self.reverse.iter_mut().for_each(|r| *r = UNBOUND);
             self.len = 0;
             self.revision += 1;
@@ -705,18 +765,28 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 capacity: self.capacity,
             });
         }
-        // The keys are random: each candidate's home group is asked for `PREFETCH`
+        // The keys are random: each candidate's home control word is asked for `2 × PREFETCH`
+        // candidates ahead of its placement, and the entry its insert will likely fill (the
+        // first empty one of its home group) `PREFETCH` ahead; its tag is kept until then (one
+        // hash per key).
         // candidates ahead of its placement, and its tag kept until then (one hash per key).
-        let mut tags = [0u64; PREFETCH];
-        for (j, ahead) in batch.iter().take(PREFETCH).enumerate() {
+        const RING: usize = 2 * PREFETCH;
+        let mut tags = [0u64; RING];
+        for (j, ahead) in batch.iter().take(RING).enumerate() {
             tags[j] = self.tag(&words(&ahead.key));
-            self.prefetch_group(tags[j]);
+            self.prefetch_control(tags[j]);
+        }
+        for &t in tags.iter().take(batch.len().min(PREFETCH)) {
+            self.prefetch_vacancy(t);
         }
         for (index, c) in batch.iter().enumerate() {
-            let tag = tags[index % PREFETCH];
-            if let Some(ahead) = batch.get(index + PREFETCH) {
-                tags[index % PREFETCH] = self.tag(&words(&ahead.key));
-                self.prefetch_group(tags[index % PREFETCH]);
+            let tag = tags[index % RING];
+            if let Some(ahead) = batch.get(index + RING) {
+                tags[index % RING] = self.tag(&words(&ahead.key));
+                self.prefetch_control(tags[index % RING]);
+            }
+            if index + PREFETCH < batch.len() {
+                self.prefetch_vacancy(tags[(index + PREFETCH) % RING]);
             }
             if let Err(reason) = self.insert_candidate(registry, batch, index, c, tag) {
                 // Roll back the candidates inserted so far: none was observable.
@@ -770,7 +840,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             match self.probe_tagged(&w, tag) {
                 Probe::Vacant(i) => break i,
                 Probe::Limit => return Err(CandidateRejection::ProbeLimit),
-                Probe::Found(i, _) => {
+                Probe::Found(i) => {
                     // A reservation (its slot is past every slot): counted nowhere, and its
                     // duplication will publish or release it; never dropped as stale here.
                     if self.entry(i).slot as usize >= self.reverse.len() {
@@ -796,11 +866,17 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let groups = (vacant / GROUP).wrapping_sub(self.home(tag)) & self.mask;
         let probe_len = (groups * GROUP + vacant % GROUP) as u32 + 1;
         self.stats.longest_probe = self.stats.longest_probe.max(probe_len);
-        *self.entry_mut(vacant) = Entry {
+        self.fill(
+            vacant,
             tag,
-            slot: c.entity.slot(),
-            generation: c.entity.generation(),
-        };
+            Entry {
+                key: w,
+                slot: c.entity.slot(),
+                generation: c.entity.generation(),
+                kind: c.kind.0,
+                home: (tag >> 32) as u32,
+            },
+        );
         self.reverse[slot] = Reverse {
             key: w,
             generation: c.entity.generation(),
@@ -837,11 +913,29 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Ok(())
     }
 
-    /// Asks for the cache line of the home group of the key with `tag`.
+    /// Asks for the control word of the home group of the key with `tag`.
     #[inline(always)]
-    fn prefetch_group(&self, tag: u64) {
-        if let Some(g) = self.groups.get(self.home(tag)) {
-            crate::hint::prefetch(g);
+    fn prefetch_control(&self, tag: u64) {
+        if let Some(c) = self.ctrl.get(self.home(tag)) {
+            crate::hint::prefetch(c);
+        }
+    }
+
+    /// Asks for the entry an insert of the key with `tag` will likely fill: the first empty
+    /// one of its home group (its control word read; nothing when the group is full).
+    #[inline(always)]
+    fn prefetch_vacancy(&self, tag: u64) {
+        let g = self.home(tag);
+        let Some(&ctrl) = self.ctrl.get(g) else {
+            return;
+        };
+        let empty = empties(ctrl);
+        if empty != 0 {
+            if let Some(e) = self.entries.get(g * GROUP + lowest(empty)) {
+                // Both ends: an entry may straddle two lines.
+                crate::hint::prefetch(e);
+                crate::hint::prefetch(&e.home);
+            }
         }
     }
 
@@ -855,7 +949,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         &self,
         keys: impl Iterator<Item = PersistentObjectKey>,
     ) -> Option<usize> {
-        let mut fill = vec![0u8; self.groups.len()];
+        let mut fill = vec![0u8; self.ctrl.len()];
         for (index, key) in keys.enumerate() {
             let mut g = self.home(self.tag(&words(&key)));
             let mut placed = false;
@@ -887,11 +981,18 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         match self.probe(&w) {
             Probe::Vacant(i) => {
                 let tag = self.tag(&w);
-                *self.entry_mut(i) = Entry {
+                let slot = u32::MAX - self.scratch.len() as u32;
+                self.fill(
+                    i,
                     tag,
-                    slot: u32::MAX - self.scratch.len() as u32,
-                    generation: u32::MAX,
-                };
+                    Entry {
+                        key: w,
+                        slot,
+                        generation: u32::MAX,
+                        kind: 0,
+                        home: (tag >> 32) as u32,
+                    },
+                );
                 self.scratch.push((w, i as u32));
                 true
             }
@@ -904,7 +1005,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     pub(crate) fn scratch_intact(&self) -> bool {
         self.scratch.iter().enumerate().all(|(k, &(_, i))| {
             let i = i as usize;
-            i < self.groups.len() * GROUP && self.entry(i).slot == u32::MAX - k as u32
+            i < self.entries.len() && self.is_full(i) && self.entry(i).slot == u32::MAX - k as u32
         })
     }
 
@@ -926,12 +1027,14 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // The reservation's entry, where `reserve` put it (see `scratch`); checked all the
         // same, so that a misuse publishes nothing rather than the wrong entry.
         let i = i as usize;
-        if self.groups.len() * GROUP <= i || self.entry(i).slot != u32::MAX - k as u32 {
+        if self.entries.len() <= i || !self.is_full(i) || self.entry(i).slot != u32::MAX - k as u32
+        {
             return;
         }
-        let e = self.entry_mut(i);
+        let e = &mut self.entries[i];
         e.slot = entity.slot();
         e.generation = entity.generation();
+        e.kind = kind.0;
         if let Some(r) = self.reverse.get_mut(entity.slot() as usize) {
             *r = Reverse {
                 key: w,
@@ -949,7 +1052,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let mut published = 0;
         for k in 0..self.scratch.len() {
             let w = self.scratch[k].0;
-            if let Probe::Found(i, _) = self.probe(&w) {
+            if let Probe::Found(i) = self.probe(&w) {
                 if self.entry(i).slot == u32::MAX - k as u32 {
                     self.remove_entry(i);
                 } else {
@@ -1010,14 +1113,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// [`lookup`](Self::lookup) of every key of `keys`, the entity (or `None`) written to the
-    /// same place of `out`; returns how many resolved. The keys are looked up in blocks of
-    /// [`LOOKUP_BATCH`] in three passes: every key's tag is computed and its home group asked for, then
-    /// every key's group is probed and the slot of its tag match asked for (its reverse entry
-    /// and its registry entry), then every candidate is confirmed. Random keys in a large
-    /// table miss the cache at each step, and the passes keep a block's misses in flight
-    /// together instead of one lookup's at a time. A tag match that does not confirm (a
-    /// collision, a reservation) is looked up again one by one, so the result always equals
-    /// `lookup`'s. A table small enough to stay in cache is looked up key by key.
+    /// same place of `out`; returns how many resolved. The keys go through a pipeline: a key
+    /// is hashed and its control word asked for [`LOOKUP_BATCH`] keys before it is confirmed,
+    /// and matched against that word (its entry asked for) half as many keys before. Random
+    /// keys in a large table miss the cache at each step, and the pipeline keeps several keys'
+    /// misses in flight instead of one lookup's at a time. A control-byte match that does not
+    /// confirm is looked up again whole, so the result always equals `lookup`'s. A table small
+    /// enough to stay in cache is looked up key by key.
     ///
     /// # Panics
     /// When `out` is shorter than `keys`.
@@ -1063,68 +1165,92 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.lookup_passes::<B, ATTACHED>(registry, keys, out)
     }
 
-    /// [`lookup_batch`](Self::lookup_batch) in blocks of three passes, whatever the table's
-    /// size (`out` at least as long as `keys`).
+    /// [`lookup_batch`](Self::lookup_batch) as a software pipeline, whatever the table's size
+    /// (`out` at least as long as `keys`): key `i + TAG_AHEAD` is hashed and its control word
+    /// asked for, key `i + MATCH_AHEAD` is matched against its control word and its entry asked
+    /// for, and key `i` is confirmed.
     fn lookup_passes<B: Allocator + Clone, const ATTACHED: bool>(
         &self,
         registry: &EntityRegistry<B>,
         keys: &[PersistentObjectKey],
         out: &mut [Option<EntityId>],
     ) -> usize {
-        let mut found = 0;
-        for (keys, out) in keys.chunks(LOOKUP_BATCH).zip(out.chunks_mut(LOOKUP_BATCH)) {
-            let mut tags = [0u64; LOOKUP_BATCH];
-            for (t, key) in tags.iter_mut().zip(keys) {
-                *t = self.tag(&words(key));
-                self.prefetch_group(*t);
+        const RING: usize = 2 * LOOKUP_BATCH;
+        const TAG_AHEAD: usize = LOOKUP_BATCH;
+        const MATCH_AHEAD: usize = LOOKUP_BATCH / 2;
+        let mut tags = [0u64; RING];
+        // The first entry of a key's probe sequence whose control byte matches (`usize::MAX`:
+        // none).
+        let mut at = [usize::MAX; RING];
+        let n = keys.len();
+        let hash = |tags: &mut [u64; RING], j: usize| {
+            let t = self.tag(&words(&keys[j]));
+            tags[j % RING] = t;
+            self.prefetch_control(t);
+        };
+        let first = |at: &mut [usize; RING], tags: &[u64; RING], j: usize| {
+            let a = self.first_match(tags[j % RING]);
+            at[j % RING] = a;
+            if let Some(e) = self.entries.get(a) {
+                // Both ends: an entry may straddle two lines.
+                crate::hint::prefetch(e);
+                crate::hint::prefetch(&e.home);
             }
-            // The first entry of each key's probe sequence with its tag (`usize::MAX`: none).
-            let mut at = [usize::MAX; LOOKUP_BATCH];
-            for (a, &t) in at.iter_mut().zip(&tags) {
-                *a = self.first_tag_match(t);
-                if let Some(e) = self.groups.get(*a / GROUP).map(|g| &g.0[*a % GROUP]) {
-                    if let Some(r) = self.reverse.get(e.slot as usize) {
-                        crate::hint::prefetch(r);
-                    }
+        };
+        for j in 0..n.min(TAG_AHEAD) {
+            hash(&mut tags, j);
+        }
+        for j in 0..n.min(MATCH_AHEAD) {
+            first(&mut at, &tags, j);
+        }
+        for (i, (key, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
+            if i + TAG_AHEAD < n {
+                hash(&mut tags, i + TAG_AHEAD);
+            }
+            if i + MATCH_AHEAD < n {
+                first(&mut at, &tags, i + MATCH_AHEAD);
+            }
+            *o = match self.entries.get(at[i % RING]) {
+                None => None,
+                Some(e) if e.key == words(key) => {
                     if !ATTACHED {
+                        // Checked after the pipeline.
                         registry.prefetch_slot(e.slot);
                     }
+                    Some(self.entity_at(e))
+                }
+                // A false match of control bytes: the whole probe decides.
+                Some(_) => self.lookup_in::<B, ATTACHED>(registry, key).map(|(e, _)| e),
+            };
+        }
+        let mut found = 0;
+        for o in out.iter_mut().take(n) {
+            if let Some(e) = *o {
+                if !self.is_live_binding::<B, ATTACHED>(registry, e.slot(), e) {
+                    *o = None;
                 }
             }
-            for ((key, o), &a) in keys.iter().zip(out.iter_mut()).zip(&at) {
-                *o = match self.groups.get(a / GROUP).map(|g| g.0[a % GROUP]) {
-                    None => None,
-                    Some(e) => match self.reverse.get(e.slot as usize) {
-                        Some(r) if r.generation == e.generation && r.key == words(key) => {
-                            let entity = self.entity_at(&e);
-                            self.is_live_binding::<B, ATTACHED>(registry, e.slot, entity)
-                                .then_some(entity)
-                        }
-                        // A collision of tags or a reservation: the whole probe decides.
-                        _ => self.lookup_in::<B, ATTACHED>(registry, key).map(|(e, _)| e),
-                    },
-                };
-                found += usize::from(o.is_some());
-            }
+            found += usize::from(o.is_some());
         }
         found
     }
 
-    /// The index of the first entry with `tag` in its probe sequence, or `usize::MAX` when
-    /// the sequence ends (an empty entry) or reaches [`MAX_PROBE`] first.
+    /// The index of the first entry of `tag`'s probe sequence whose control byte matches, or
+    /// `usize::MAX` when the sequence ends (an empty entry) or reaches [`MAX_PROBE`] first.
     #[inline(always)]
-    fn first_tag_match(&self, tag: u64) -> usize {
-        if self.groups.is_empty() {
+    fn first_match(&self, tag: u64) -> usize {
+        if self.ctrl.is_empty() {
             return usize::MAX;
         }
+        let pattern = pattern(tag);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
-            let group = &self.groups[g].0;
-            let hits = hits(group, tag);
+            let ctrl = self.ctrl[g];
+            let hits = matches(ctrl, pattern);
             if hits != 0 {
-                return g * GROUP + hits.trailing_zeros() as usize;
+                return g * GROUP + lowest(hits);
             }
-            if empties(group) != 0 {
+            if empties(ctrl) != 0 {
                 return usize::MAX;
             }
             g = (g + 1) & self.mask;
@@ -1151,17 +1277,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         registry: &EntityRegistry<B>,
         key: &PersistentObjectKey,
     ) -> Option<(EntityId, BindingKind)> {
-        match self.probe(&words(key)) {
-            Probe::Found(i, kind) => {
-                // `Found` read the kind from the slot's reverse entry (0 for a reservation,
-                // which lookups never see outside a duplication).
-                let b = self.entry(i);
-                let e = self.entity_at(b);
-                self.is_live_binding::<B, ATTACHED>(registry, b.slot, e)
-                    .then_some((e, BindingKind(kind)))
-            }
-            _ => None,
-        }
+        // A reservation is never live: its slot lies beyond every slot.
+        let b = self.find(&words(key))?;
+        let e = self.entity_at(b);
+        self.is_live_binding::<B, ATTACHED>(registry, b.slot, e)
+            .then_some((e, BindingKind(b.kind)))
     }
 
     /// Whether the binding found for `e` (at `slot`) names a live entity of `registry`.
@@ -1291,7 +1411,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             return false;
         }
         let w = words(key);
-        if let Probe::Found(i, _) = self.probe(&w) {
+        if let Probe::Found(i) = self.probe(&w) {
             if !registry.is_alive(self.entity_at(self.entry(i))) {
                 self.unbind_key(&w);
                 self.stats.stale_dropped += 1;
@@ -1348,17 +1468,24 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// Checks both maps against each other (O(buckets)); for tests.
     pub fn check_consistent(&self) -> bool {
         let mut forward = 0;
-        for i in 0..self.groups.len() * GROUP {
-            let b = *self.entry(i);
-            if b.tag == 0 {
+        for i in 0..self.entries.len() {
+            if !self.is_full(i) {
                 continue;
             }
+            let b = *self.entry(i);
             forward += 1;
             let Some(r) = self.reverse.get(b.slot as usize) else {
                 return false;
             };
-            let reachable = matches!(self.probe(&r.key), Probe::Found(j, _) if j == i);
-            if r.generation != b.generation || self.tag(&r.key) != b.tag || !reachable {
+            let tag = self.tag(&b.key);
+            let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
+            if r.generation != b.generation
+                || r.key != b.key
+                || r.kind != b.kind
+                || self.control(i) != h2(tag)
+                || b.home != (tag >> 32) as u32
+                || !reachable
+            {
                 return false;
             }
         }
@@ -1569,8 +1696,10 @@ mod tests {
         assert!(t.check_consistent());
     }
 
-    /// Random activations and detaches against a model, in a small table (long clusters),
-    /// once with a random secret and once with a weak one (every object in few home groups).
+    /// Random activations and detaches against a model, in a small table, once with a random
+    /// secret and once with a weak one and opaque keys whose object's second word is zero:
+    /// every key of an instance then has the same hash (one home group, one control byte), so
+    /// clusters run over several groups and every detach moves entries back.
     #[test]
     fn churn_keeps_every_probe_sequence_intact() {
         for weak in [false, true] {
@@ -1578,6 +1707,7 @@ mod tests {
             let (reg, mut t, es) = setup(n);
             if weak {
                 t.secret = [0; 4];
+                t.raw = true;
             }
             let mut bound: std::vec::Vec<Option<PersistentObjectKey>> = vec![None; n];
             let mut x = 0x1234_5678_u64;
@@ -1595,9 +1725,9 @@ mod tests {
                     None => {
                         let k = key(u128::from(x % 3), u128::from(round));
                         let k = if weak {
-                            // Same object low word: a handful of tags, long clusters.
+                            // `fold(object[0], 0) == 0`: the hash is the instance's alone.
                             let mut b: [u8; 32] = bytemuck::cast(k);
-                            b[16..22].copy_from_slice(&[1, 2, 3, 4, 5, 6]);
+                            b[24..32].fill(0);
                             bytemuck::cast(b)
                         } else {
                             k

@@ -9,14 +9,15 @@
 //!   sums it into a black-boxed accumulator. Successive iterations walk on along the stream
 //!   (at least 64k queries, and every key at least once at 100k and 1M), so the 1M case never
 //!   sees a cache-warm repeat of one small batch. Divide the time by [`BATCH`] for ns/lookup.
-//!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID); the peers key
-//!   by the 16-byte object UUID alone (a map's natural key for one instance). `ludus_batch` resolves the same
-//!   [`BATCH`] queries with one `resolve_batch` call, then reads each hit.
+//!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID);
+//!   `hashbrown_foldhash_key` keys by the same 32 bytes (the same-work peer), the other peers
+//!   by the 16-byte object UUID alone (a map's natural key for one instance). `ludus_batch`
+//!   resolves the same [`BATCH`] queries with one `resolve_batch` call, then reads each hit.
 //! - `activate_100k/<contender>`: `w.activate(&batch)` of 100k `Activation`s into a fresh
 //!   durable world (world, entities and batch built in the untimed setup) against
-//!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts (the allocation is
-//!   timed) and, for reference, the same inserts into a map whose storage
-//!   was allocated and touched in the setup (`hashbrown_foldhash_preallocated`; the ludus
+//!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts of the same 32-byte keys
+//!   (the allocation is timed) and, for reference, the same inserts into a map whose storage
+//!   was allocated and touched in the setup (`hashbrown_foldhash_key_preallocated`; the ludus
 //!   table is allocated at world init, in the setup).
 //!
 //! `cargo bench -p ludus-benches --bench binding -- --warm-up-time 1 --measurement-time 3`.
@@ -39,6 +40,8 @@ mod common;
 use common::{key, spawned, Hp, Level, Rng};
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::RandomState>;
+/// hashbrown + foldhash keyed by the same 32-byte `PersistentObjectKey` as the table.
+type FoldKeyMap = hashbrown::HashMap<PersistentObjectKey, EntityId, foldhash::fast::RandomState>;
 /// One contender of `resolve_read`: [`BATCH`] lookups from stream position `at`, summed.
 type Contender = fn(&Fixture, usize) -> u64;
 
@@ -57,6 +60,7 @@ struct Fixture {
     uuids: Vec<Uuid>,
     std: StdHashMap<Uuid, EntityId>,
     fold: FoldMap,
+    fold_key: FoldKeyMap,
     sorted: Vec<(Uuid, EntityId)>,
 }
 
@@ -76,6 +80,9 @@ fn build(n: usize) -> Fixture {
     let std: StdHashMap<Uuid, EntityId> = pairs.iter().copied().collect();
     let mut fold = FoldMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default());
     fold.extend(pairs.iter().copied());
+    let mut fold_key =
+        FoldKeyMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default());
+    fold_key.extend(pairs.iter().map(|&(o, e)| (key(instance, o), e)));
     let mut sorted = pairs;
     sorted.sort_unstable_by_key(|a| a.0);
 
@@ -99,6 +106,7 @@ fn build(n: usize) -> Fixture {
         uuids: stream,
         std,
         fold,
+        fold_key,
         sorted,
     };
     // Every contender finds the same entities on the whole stream.
@@ -107,6 +115,7 @@ fn build(n: usize) -> Fixture {
         Fixture::ludus_batch,
         Fixture::std_hashmap,
         Fixture::hashbrown_foldhash,
+        Fixture::hashbrown_foldhash_key,
         Fixture::sorted_vec,
     ] {
         assert_eq!(
@@ -156,6 +165,14 @@ impl Fixture {
             .sum()
     }
 
+    /// The same-work peer: the same 32-byte keys as the table.
+    fn hashbrown_foldhash_key(&self, at: usize) -> u64 {
+        black_box(&self.keys[at..at + BATCH])
+            .iter()
+            .map(|k| self.read(self.fold_key.get(k).copied()))
+            .sum()
+    }
+
     fn sorted_vec(&self, at: usize) -> u64 {
         black_box(&self.uuids[at..at + BATCH])
             .iter()
@@ -175,11 +192,12 @@ fn fixture(i: usize) -> &'static Fixture {
 fn resolve_read(c: &mut Criterion) {
     let mut group = c.benchmark_group("resolve_read");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let contenders: [(&str, Contender); 5] = [
+    let contenders: [(&str, Contender); 6] = [
         ("ludus", Fixture::ludus),
         ("ludus_batch", Fixture::ludus_batch),
         ("std_hashmap", Fixture::std_hashmap),
         ("hashbrown_foldhash", Fixture::hashbrown_foldhash),
+        ("hashbrown_foldhash_key", Fixture::hashbrown_foldhash_key),
         ("sorted_vec", Fixture::sorted_vec),
     ];
     for (i, &n) in SIZES.iter().enumerate() {
@@ -201,7 +219,7 @@ fn resolve_read(c: &mut Criterion) {
 
 /// The inputs of `activate_100k`: the peers' pairs and ludus's keys of the same objects.
 struct ActivationInputs {
-    pairs: Vec<(Uuid, EntityId)>,
+    pairs: Vec<(PersistentObjectKey, EntityId)>,
     keys: Vec<PersistentObjectKey>,
 }
 
@@ -210,9 +228,10 @@ impl ActivationInputs {
         let mut rng = Rng(0x6163_7469_7661_7465);
         let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
         let (_, ids, objects) = spawned(ACTIVATE, &mut rng);
+        let keys: Vec<PersistentObjectKey> = objects.iter().map(|&o| key(instance, o)).collect();
         ActivationInputs {
-            pairs: objects.iter().copied().zip(ids).collect(),
-            keys: objects.iter().map(|&o| key(instance, o)).collect(),
+            pairs: keys.iter().copied().zip(ids).collect(),
+            keys,
         }
     }
 
@@ -232,16 +251,16 @@ impl ActivationInputs {
     }
 
     /// The peer's inserts into `m`.
-    fn insert_all(&self, m: &mut FoldMap) {
+    fn insert_all(&self, m: &mut FoldKeyMap) {
         for &(k, e) in black_box(&self.pairs) {
             m.insert(k, e);
         }
     }
 
     /// The peer's whole build: allocation and inserts.
-    fn build(&self) -> FoldMap {
+    fn build(&self) -> FoldKeyMap {
         let mut m =
-            FoldMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
+            FoldKeyMap::with_capacity_and_hasher(ACTIVATE, foldhash::fast::RandomState::default());
         self.insert_all(&mut m);
         m
     }
@@ -261,13 +280,13 @@ fn activate_100k(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
-    group.bench_function("hashbrown_foldhash", |b| {
+    group.bench_function("hashbrown_foldhash_key", |b| {
         // Allocation and inserts timed; the drop is not (as the ludus world's).
         b.iter_batched(|| (), |()| inputs.build(), BatchSize::PerIteration)
     });
     // Storage allocated and touched in the setup: a clone of a built map, emptied.
     let template = inputs.build();
-    group.bench_function("hashbrown_foldhash_preallocated", |b| {
+    group.bench_function("hashbrown_foldhash_key_preallocated", |b| {
         b.iter_batched(
             || {
                 let mut m = template.clone();
@@ -343,8 +362,8 @@ fn interleaved_activation(rounds: usize) {
     theirs.sort();
     pre.sort();
     println!(
-        "activate_100k ({rounds} rounds, medians): ludus {:?}, hashbrown_foldhash {:?} \
-         (ludus ÷ it {:.2}, rounds {:.2}..{:.2}), hashbrown_foldhash_preallocated {:?} \
+        "activate_100k ({rounds} rounds, medians): ludus {:?}, hashbrown_foldhash_key {:?} \
+         (ludus ÷ it {:.2}, rounds {:.2}..{:.2}), hashbrown_foldhash_key_preallocated {:?} \
          (ludus ÷ it {:.2}, rounds {:.2}..{:.2})",
         ours[rounds / 2],
         theirs[rounds / 2],

@@ -1,7 +1,8 @@
 //! iai-callgrind instruction counts of the durable binding table: the `binding`
 //! bench's resolve + read loop at 1k and 100k keys (1M is kept out of callgrind: too slow), and
 //! activating 10k keys into a fresh durable world. Foldhash `hashbrown` peers of both (lookup
-//! loop; `with_capacity_and_hasher` + inserts) are kept alongside for reference.
+//! loop; `with_capacity_and_hasher` + inserts), keyed by the same 32-byte key (`_key`, the
+//! same work) and by the object UUID alone.
 //!
 //! One lookup run is [`BATCH`] queries from a shuffled stream, 90% hits and 10% misses, each hit
 //! followed by `w.get::<Hp>(e)`; divide Ir by [`BATCH`] for instructions per lookup. The keys and
@@ -22,6 +23,8 @@ mod common;
 use common::{key, spawned, Hp, Level, Rng};
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::FixedState>;
+/// The same-work peer: keyed by the same 32-byte `PersistentObjectKey` as the table.
+type FoldKeyMap = hashbrown::HashMap<PersistentObjectKey, EntityId, foldhash::fast::FixedState>;
 
 /// Lookups per run.
 const BATCH: usize = 1024;
@@ -102,6 +105,31 @@ fn resolve_read_hashbrown_foldhash((w, map, queries): PeerLookup) -> u64 {
         .sum()
 }
 
+type PeerKeyLookup = (Level, FoldKeyMap, Vec<PersistentObjectKey>);
+
+fn peer_key_setup(n: usize) -> PeerKeyLookup {
+    let (w, queries) = lookup_setup(n);
+    let mut map = FoldKeyMap::with_capacity_and_hasher(n, foldhash::fast::FixedState::with_seed(7));
+    for (k, e, _) in w.durable().bindings().iter() {
+        map.insert(k, e);
+    }
+    (w, map, queries)
+}
+
+#[library_benchmark]
+#[bench::k1000(args = (1_000), setup = peer_key_setup)]
+#[bench::k100000(args = (100_000), setup = peer_key_setup)]
+fn resolve_read_hashbrown_foldhash_key((w, map, queries): PeerKeyLookup) -> u64 {
+    queries
+        .iter()
+        .map(|k| {
+            map.get(black_box(k))
+                .and_then(|&e| w.get::<Hp>(e))
+                .map_or(0, |h| u64::from(h.0))
+        })
+        .sum()
+}
+
 type Activate = (Level, Vec<Activation>);
 
 fn activate_setup(n: usize) -> Activate {
@@ -132,10 +160,27 @@ fn activate_hashbrown_foldhash(pairs: Vec<(Uuid, EntityId)>) -> FoldMap {
     m
 }
 
+fn key_pairs_setup(n: usize) -> Vec<(PersistentObjectKey, EntityId)> {
+    let (_, batch, _) = unbound(n, &mut Rng(0x6163_7469_7661_7465));
+    batch.iter().map(|a| (a.key, a.entity)).collect()
+}
+
+// The same-work reference for `activate`: the same 32-byte keys.
+#[library_benchmark]
+#[bench::k10000(args = (ACTIVATE), setup = key_pairs_setup)]
+fn activate_hashbrown_foldhash_key(pairs: Vec<(PersistentObjectKey, EntityId)>) -> FoldKeyMap {
+    let mut m =
+        FoldKeyMap::with_capacity_and_hasher(pairs.len(), foldhash::fast::FixedState::with_seed(7));
+    for &(k, e) in &pairs {
+        m.insert(k, e);
+    }
+    m
+}
+
 library_benchmark_group!(
     name = binding;
-    benchmarks = resolve_read, resolve_read_hashbrown_foldhash, activate,
-        activate_hashbrown_foldhash
+    benchmarks = resolve_read, resolve_read_hashbrown_foldhash, resolve_read_hashbrown_foldhash_key,
+        activate, activate_hashbrown_foldhash, activate_hashbrown_foldhash_key
 );
 
 main!(library_benchmark_groups = binding);

@@ -16,6 +16,7 @@
 //!
 //! `cargo bench -p ludus-benches --bench binding_layouts -- 7` (rounds; a bench target, so that
 //! `cargo test` does not build the benches' dependencies).
+//! `LUDUS_ONLY=<contender>` times one contender alone; `LUDUS_SIZES=1000000` picks the sizes.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -226,8 +227,19 @@ fn main() {
         .find(|a| a != "--bench")
         .map_or(7, |a| a.parse().expect("rounds: a number"));
     let hits_only = std::env::var_os("LUDUS_HITS_ONLY").is_some();
+    // `LUDUS_ONLY=<contender>` times that contender alone (e.g. under `perf stat`).
+    let only = std::env::var("LUDUS_ONLY").ok();
     const INSTANCE: u32 = 7;
-    for n in [1_000usize, 100_000, 1_000_000] {
+    // `LUDUS_SIZES=1000000` (comma-separated): those table sizes only.
+    let sizes: Vec<usize> = std::env::var("LUDUS_SIZES").map_or_else(
+        |_| vec![1_000, 100_000, 1_000_000],
+        |s| {
+            s.split(',')
+                .map(|n| n.trim().parse().expect("sizes: numbers"))
+                .collect()
+        },
+    );
+    for n in sizes {
         let mut rng = Rng(0x6c75_6475_7300_0000 ^ n as u64);
         let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
         let (mut world, ids, objects) = spawned(n, &mut rng);
@@ -275,6 +287,10 @@ fn main() {
         let reps = (4_000_000 / len).max(1);
         for _ in 0..rounds {
             for (c, (t, sum)) in times.iter_mut().zip(&mut sums).enumerate() {
+                if only.as_deref().is_some_and(|o| o != NAMES[c]) {
+                    t.push(f64::NAN);
+                    continue;
+                }
                 let start = Instant::now();
                 let mut s = 0u64;
                 for _ in 0..reps {
@@ -311,7 +327,7 @@ fn main() {
             }
         }
         assert!(
-            sums.iter().all(|&s| s == sums[0]),
+            only.is_some() || sums.iter().all(|&s| s == sums[0]),
             "contenders disagree: {sums:?}"
         );
         let medians: Vec<f64> = times
