@@ -975,29 +975,82 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// its probe is too long, or `capacity - len` keys are reserved already.
     pub(crate) fn reserve(&mut self, key: &PersistentObjectKey) -> bool {
         let w = words(key);
+        self.reserve_tagged(&w, self.tag(&w))
+    }
+
+    /// [`reserve`](Self::reserve) of the key with words `w` and hash `tag`.
+    fn reserve_tagged(&mut self, w: &Words, tag: u64) -> bool {
         if self.scratch.len() >= self.capacity - self.len {
             return false;
         }
-        match self.probe(&w) {
+        match self.probe_tagged(w, tag) {
             Probe::Vacant(i) => {
-                let tag = self.tag(&w);
                 let slot = u32::MAX - self.scratch.len() as u32;
                 self.fill(
                     i,
                     tag,
                     Entry {
-                        key: w,
+                        key: *w,
                         slot,
                         generation: u32::MAX,
                         kind: 0,
                         home: (tag >> 32) as u32,
                     },
                 );
-                self.scratch.push((w, i as u32));
+                self.scratch.push((*w, i as u32));
                 true
             }
             _ => false,
         }
+    }
+
+    /// [`reserve`](Self::reserve) of `key(0)`, `key(1)`, … `key(n - 1)` in order, each key's
+    /// control word asked for `2 × PREFETCH` keys ahead of its turn and the entry it will
+    /// likely fill `PREFETCH` ahead (random keys in a large table miss the cache at each
+    /// step). False at the first key that is `None` or refused; the keys reserved before it
+    /// stay reserved (the caller abandons them).
+    pub(crate) fn reserve_each(
+        &mut self,
+        n: usize,
+        key: impl Fn(usize) -> Option<PersistentObjectKey>,
+    ) -> bool {
+        const RING: usize = 2 * PREFETCH;
+        let mut ahead = [(Words::ZERO, 0u64, false); RING];
+        let hash = |t: &Self, ahead: &mut [(Words, u64, bool); RING], j: usize| {
+            ahead[j % RING] = match key(j) {
+                Some(k) => {
+                    let w = words(&k);
+                    let tag = t.tag(&w);
+                    t.prefetch_control(tag);
+                    (w, tag, true)
+                }
+                None => (Words::ZERO, 0, false),
+            };
+        };
+        for j in 0..n.min(RING) {
+            hash(self, &mut ahead, j);
+        }
+        for &(_, tag, some) in ahead.iter().take(n.min(PREFETCH)) {
+            if some {
+                self.prefetch_vacancy(tag);
+            }
+        }
+        for i in 0..n {
+            let (w, tag, some) = ahead[i % RING];
+            if i + RING < n {
+                hash(self, &mut ahead, i + RING);
+            }
+            if i + PREFETCH < n {
+                let (_, t, s) = ahead[(i + PREFETCH) % RING];
+                if s {
+                    self.prefetch_vacancy(t);
+                }
+            }
+            if !some || !self.reserve_tagged(&w, tag) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Whether every reservation still sits where `reserve` put it (nothing removed or moved

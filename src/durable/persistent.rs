@@ -1010,12 +1010,10 @@ fn transact_creates<W: PersistentOps>(
         {
             return None;
         }
-        for c in &tx.commands {
-            let key = created(c).map(|s| stable_key(&s.id).0);
-            if !key.is_some_and(|key| durable.stable.reserve(&key)) {
-                durable.stable.abandon_scratch();
-                return None;
-            }
+        let key = |k: usize| created(&tx.commands[k]).map(|s| stable_key(&s.id).0);
+        if !durable.stable.reserve_each(n, key) {
+            durable.stable.abandon_scratch();
+            return None;
         }
     }
     // Nothing below can fail (everything was checked against the same state): each run in

@@ -157,6 +157,7 @@ impl AllocationDomain {
     /// As for [`free`](Self::free): a `Some` block belongs to this domain with layout `old`.
     /// After success the old pointer value is dead; the block's layout is
     /// `old.with_size(new_size)`.
+    #[inline]
     pub unsafe fn try_reallocate(
         &self,
         ptr: &mut Option<NonNull<u8>>,
@@ -174,6 +175,7 @@ impl AllocationDomain {
     ///
     /// # Safety
     /// As for [`try_reallocate`](Self::try_reallocate).
+    #[inline]
     pub(crate) unsafe fn reallocate_charged(
         &self,
         ptr: &mut Option<NonNull<u8>>,

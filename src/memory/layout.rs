@@ -50,6 +50,7 @@ impl AllocationLayout {
     /// # Errors
     /// [`LayoutError::BadAlignment`] unless `align` is a nonzero power of two;
     /// [`LayoutError::SizeOverflow`] if `size` rounded up to `align` exceeds `isize::MAX`.
+    #[inline]
     pub const fn new(size: usize, align: usize) -> Result<Self, LayoutError> {
         if !align.is_power_of_two() {
             return Err(LayoutError::BadAlignment { align });
@@ -96,8 +97,21 @@ impl AllocationLayout {
     ///
     /// # Errors
     /// [`LayoutError::SizeOverflow`] as for [`AllocationLayout::new`].
+    #[inline]
     pub const fn with_size(self, size: usize) -> Result<Self, LayoutError> {
-        Self::new(size, self.align)
+        // `align` is a nonzero power of two (the type's invariant): only the size can fail,
+        // and `isize::MAX - (align - 1)` cannot underflow (as in `new`).
+        if size > isize::MAX as usize - (self.align - 1) {
+            return Err(LayoutError::SizeOverflow {
+                count: 1,
+                elem_size: size,
+                align: self.align,
+            });
+        }
+        Ok(Self {
+            size,
+            align: self.align,
+        })
     }
 
     /// Requested bytes.
