@@ -425,6 +425,18 @@ fn interleaved(rounds: usize) {
 }
 
 fn main() {
+    // glibc raises its mmap threshold when a mapped block is freed, so whichever contender
+    // runs after a large free gets recycled heap pages for its ~19 MB buffers while the other
+    // pays fresh page faults, and which one depends on the binary's whole allocation history
+    // (the same `typed_to_writer` read 19 and 24 ms in two builds). Pinning the threshold
+    // (which disables the adjustment) gives every large buffer a fresh mapping, in any order.
+    // A benchmark setting, not the library's: ludus never configures the process allocator.
+    #[cfg(target_env = "gnu")]
+    // SAFETY: `mallopt` only adjusts glibc's tuning parameters; called first thing in `main`,
+    // before any fixture is built, on the main thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
     if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE")
         .ok()
         .and_then(|r| r.parse().ok())
