@@ -769,7 +769,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // candidates ahead of its placement, and the entry its insert will likely fill (the
         // first empty one of its home group) `PREFETCH` ahead; its tag is kept until then (one
         // hash per key).
-        // candidates ahead of its placement, and its tag kept until then (one hash per key).
         const RING: usize = 2 * PREFETCH;
         let mut tags = [0u64; RING];
         for (j, ahead) in batch.iter().take(RING).enumerate() {

@@ -98,8 +98,9 @@ unsafe impl GlobalAlloc for Switch {
             let mut p = NonNull::new(ptr);
             // SAFETY: `ptr` came from the core domain with `layout` (as in `dealloc`), and
             // `new_size` is nonzero and fits `layout`'s alignment (`GlobalAlloc::realloc`).
-            match unsafe { AllocationDomain::core().try_reallocate(&mut p, layout.into(), new_size) }
-            {
+            match unsafe {
+                AllocationDomain::core().try_reallocate(&mut p, layout.into(), new_size)
+            } {
                 Ok(()) => p.map_or(std::ptr::null_mut(), NonNull::as_ptr),
                 Err(_) => std::ptr::null_mut(),
             }
@@ -256,7 +257,12 @@ fn child(n: usize, reps: usize, scale: usize) {
     };
     drop(only);
     time("world_init", reps, || (), |()| measured_world_init(n));
-    time("restore_100k", reps, || fresh(n), |w| measured_restore(&bytes, w));
+    time(
+        "restore_100k",
+        reps,
+        || fresh(n),
+        |w| measured_restore(&bytes, w),
+    );
     time("containers", reps, || (), |()| measured_containers(scale));
 }
 
@@ -318,7 +324,11 @@ fn instruction_counts(full: bool) {
     let dir = std::env::temp_dir();
     println!(
         "backend {}, instructions per run (callgrind, the measured function only)",
-        if cfg!(feature = "mimalloc") { "mimalloc" } else { "system" }
+        if cfg!(feature = "mimalloc") {
+            "mimalloc"
+        } else {
+            "system"
+        }
     );
     for name in ["world_init", "restore_100k", "containers"] {
         let mut ir = [0f64; 2];
@@ -329,7 +339,10 @@ fn instruction_counts(full: bool) {
             cmd.arg("--tool=callgrind")
                 .arg(format!("--callgrind-out-file={}", file.display()))
                 .arg("--collect-atstart=no")
-                .arg(format!("--toggle-collect=*measured_{}*", name.split('_').next().unwrap()))
+                .arg(format!(
+                    "--toggle-collect=*measured_{}*",
+                    name.split('_').next().unwrap()
+                ))
                 .arg(&exe)
                 .env("LUDUS_ACCOUNTING", mode)
                 .env("LUDUS_WHOLE_REPS", "1")
@@ -338,13 +351,23 @@ fn instruction_counts(full: bool) {
                 cmd.arg("--bench");
             }
             let out = cmd.output().expect("valgrind");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let stdout = String::from_utf8(out.stdout).unwrap();
             if let Some(a) = stdout
                 .lines()
                 .find_map(|l| l.strip_prefix(&format!("workload {name} ")))
             {
-                allocations = a.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap().max(allocations);
+                allocations = a
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap()
+                    .max(allocations);
             }
             let text = std::fs::read_to_string(&file).unwrap();
             let total: f64 = text
