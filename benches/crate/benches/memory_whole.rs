@@ -164,7 +164,7 @@ fn containers(scale: usize) -> u64 {
         copy.shrink_to_fit();
         let moved = std::mem::take(&mut reserved);
         sum = sum
-            .wrapping_add(moved.iter().sum::<u64>())
+            .wrapping_add(moved.iter().fold(0, |a, &x| a.wrapping_add(x)))
             .wrapping_add(copy.iter().fold(0, |a, &x| a ^ x))
             .wrapping_add(u64::from(exact.iter().sum::<u32>()));
         // Nested arrays of varied lengths.
