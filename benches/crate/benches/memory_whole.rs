@@ -65,7 +65,9 @@ struct Switch;
 // directly, or the core domain, whose blocks are the same backend's (it adds no header). A
 // block is freed or resized by the path that allocated it: the mode changes only around a
 // child's workloads, which free what they allocate (the blocks allocated before, which live on
-// until exit, are the backend's and are freed by it after the mode is cleared).
+// until exit, are the backend's and are freed by it after the mode is cleared). The child
+// checks this after the fact: a block crossing the window in either direction would leave the
+// domain's live bytes off their starting value, and the child then fails.
 unsafe impl GlobalAlloc for Switch {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
