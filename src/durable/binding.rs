@@ -1071,29 +1071,44 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.scratch.len()
     }
 
-    /// Binds reserved key `k` to `entity` (forward and reverse).
-    pub(crate) fn publish_scratch(&mut self, k: usize, entity: EntityId, kind: BindingKind) {
+    /// Binds reserved key `k` to `entity` (forward and reverse). False, publishing nothing,
+    /// when the reservation is not where `reserve` put it, or `entity`'s slot is outside the
+    /// table or already holds a binding (a forward entry is trusted on its own at lookup, so
+    /// a second key for one slot would outlive its reverse entry); the caller then ends the
+    /// batch with [`abandon_scratch`](Self::abandon_scratch), which releases what was not
+    /// published.
+    #[must_use]
+    pub(crate) fn publish_scratch(
+        &mut self,
+        k: usize,
+        entity: EntityId,
+        kind: BindingKind,
+    ) -> bool {
         let Some(&(w, i)) = self.scratch.get(k) else {
-            return;
+            return false;
         };
         // The reservation's entry, where `reserve` put it (see `scratch`); checked all the
         // same, so that a misuse publishes nothing rather than the wrong entry.
         let i = i as usize;
         if self.entries.len() <= i || !self.is_full(i) || self.entry(i).slot != u32::MAX - k as u32
         {
-            return;
+            return false;
+        }
+        match self.reverse.get_mut(entity.slot() as usize) {
+            Some(r) if r.generation == 0 => {
+                *r = Reverse {
+                    key: w,
+                    generation: entity.generation(),
+                    kind: kind.0,
+                };
+            }
+            _ => return false,
         }
         let e = &mut self.entries[i];
         e.slot = entity.slot();
         e.generation = entity.generation();
         e.kind = kind.0;
-        if let Some(r) = self.reverse.get_mut(entity.slot() as usize) {
-            *r = Reverse {
-                key: w,
-                generation: entity.generation(),
-                kind: kind.0,
-            };
-        }
+        true
     }
 
     /// Ends a reservation batch, finished or not: keys still reserved are released, keys
@@ -1714,7 +1729,10 @@ mod tests {
             assert!(t.reserve(&key(1, o)));
         }
         assert!(!t.reserve(&key(1, 2)), "a reserved key");
-        t.publish_scratch(0, es[1], BindingKind(0));
+        assert!(t.publish_scratch(0, es[1], BindingKind(0)));
+        // A slot that holds a binding takes no second one: nothing published.
+        assert!(!t.publish_scratch(1, es[0], BindingKind(0)));
+        assert_eq!(t.key_of(es[0]), Some(key(1, 0)));
         t.abandon_scratch();
         assert_eq!((t.len(), t.binding_revision()), (2, 2));
         assert_eq!(t.key_of(es[1]), Some(key(1, 1)));

@@ -278,14 +278,16 @@ fn duplicate_in<W: DurableRoster, S: EntropySource + ?Sized>(
     // linked to a copy could close a cycle once the copies take their parents).
     if durable.bindings.scratch_len() != bound
         || !durable.bindings.scratch_intact()
-        || !out
-            .iter()
-            .all(|&d| registry.is_alive(d) && !durable.hierarchy.has_links(d.slot()))
+        || !out.iter().all(|&d| {
+            registry.is_alive(d)
+                && !durable.hierarchy.has_links(d.slot())
+                && !durable.bindings.may_bind(d.slot())
+        })
     {
         durable.bindings.abandon_scratch();
         return Err(WorldError::ForeignPool.into());
     }
-    let mut k = 0;
+    let (mut k, mut published) = (0, true);
     for (&src, &dst) in selection.iter().zip(out.iter()) {
         let parent = durable
             .parent_handle(registry, src.slot())
@@ -293,11 +295,17 @@ fn duplicate_in<W: DurableRoster, S: EntropySource + ?Sized>(
         durable.hierarchy.set_parent(dst.slot(), parent);
         durable.hierarchy.copy_name(src.slot(), dst.slot());
         if let Some((_, kind)) = durable.bindings.binding_of(src) {
-            durable.bindings.publish_scratch(k, dst, kind);
+            published &= durable.bindings.publish_scratch(k, dst, kind);
             k += 1;
         }
     }
-    durable.bindings.finish_scratch(k);
+    // Every publication succeeds after the checks above; should one not, the batch still ends
+    // with the table whole (what was published stays bound, the rest is released).
+    if published {
+        durable.bindings.finish_scratch(k);
+    } else {
+        durable.bindings.abandon_scratch();
+    }
     Ok(())
 }
 

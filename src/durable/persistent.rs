@@ -1020,6 +1020,7 @@ fn transact_creates<W: PersistentOps>(
     // chunks of at most `CREATE_CHUNK` entities, created together, then a column per
     // component, then their ids published.
     let mut entities = vec![EntityId::from_raw_parts(0, 0, 0); n.min(CREATE_CHUNK)];
+    let mut published = true;
     for (r, (first, list)) in runs.iter().enumerate() {
         let end = runs.get(r + 1).map_or(n, |next| next.0);
         let mut at = *first;
@@ -1054,13 +1055,20 @@ fn transact_creates<W: PersistentOps>(
             };
             for (k, (&e, c)) in entities.iter().zip(commands).enumerate() {
                 let kind = created(c).map_or(BindingKind(0), |s| BindingKind(s.id.namespace_tag()));
-                durable.stable.publish_scratch(at + k, e, kind);
+                published &= durable.stable.publish_scratch(at + k, e, kind);
             }
             at += m;
         }
     }
     if let Ok((_, durable)) = enabled_mut(world) {
-        durable.stable.finish_scratch(n);
+        // Fresh entities and reservations made just before: every publication succeeds. Should
+        // one not (a roster handing out other parts), the index still ends whole: what was
+        // published stays, the rest is released.
+        if published {
+            durable.stable.finish_scratch(n);
+        } else {
+            durable.stable.abandon_scratch();
+        }
     }
     Some(Ok(TxReport {
         created: n,

@@ -435,6 +435,48 @@ fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
     }
 }
 
+/// A roster that binds a copy to another key between the creates and the publication would
+/// give one slot two keys: the reverse table keeps one, the forward table both, and a world's
+/// resolve trusts its forward entries without a registry read. The publication refuses a
+/// bound copy, and the table stays whole whatever the call the roster acts at.
+#[test]
+fn a_roster_binding_a_copy_mid_duplicate_is_refused() {
+    let mut acted = 0;
+    for call in 1..10 {
+        let mut h = hook(8);
+        let e = h.inner.create().unwrap();
+        h.inner.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+        let at = h.calls + call;
+        let bound = std::rc::Rc::new(std::cell::Cell::new(false));
+        let flag = bound.clone();
+        h.actions.push((
+            at,
+            Box::new(move |g: &mut Level| {
+                let copy = (0..8)
+                    .filter_map(|s| g.registry.live_at(s))
+                    .find(|c| *c != e);
+                if let Some(copy) = copy {
+                    flag.set(g.activate(&[Activation::new(copy, key(1, 2))]).is_ok());
+                }
+            }),
+        ));
+        let mut out = [EntityId::NULL];
+        let done = h.duplicate(&[e], &mut SeqEntropy::new(5), &mut out);
+        h.actions.clear();
+        sound(&h.inner, &format!("call {call}"));
+        let t = h.inner.durable().bindings();
+        assert!(t.check_consistent(), "call {call}");
+        if bound.get() {
+            acted += 1;
+            // The copy keeps the key the roster gave it, and only that one.
+            if let Ok(()) = done {
+                assert_eq!(t.key_of(out[0]), Some(key(1, 2)), "call {call}");
+            }
+        }
+    }
+    assert!(acted > 0, "the roster never bound a copy");
+}
+
 /// A reservation left behind (the roster handed the panic handler's cleanup a disabled part)
 /// must not be dropped as stale by a later activation of its key, which would uncount a
 /// binding `len` never counted (a debug build would panic inside `destroy`; a release build
