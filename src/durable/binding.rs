@@ -651,7 +651,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// The entry of key `w`, if any (a binding or a reservation): [`probe`](Self::probe)'s
-    /// hit path alone, what every lookup takes.
+    /// hit path alone, what every lookup takes (going through `probe`'s result and indexing
+    /// the entry again costs ~4 instructions more per resolve, `binding_iai`).
     #[inline(always)]
     fn find(&self, w: &Words) -> Option<&Entry> {
         let tag = self.tag(w);

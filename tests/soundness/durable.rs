@@ -401,6 +401,35 @@ fn sound(w: &Level, what: &str) {
     );
 }
 
+/// Duplicates a bound entity `e` through a [`Hook`] that runs `act(world, e, copy)` inside its
+/// `call`-th `hooked_parts` call of the duplicate, when a copy exists by then; returns the
+/// hook (actions cleared, checked `sound`), whether the duplicate succeeded, and the copy.
+fn duplicate_acting_on_copy(
+    call: u32,
+    mut act: impl FnMut(&mut Level, EntityId, EntityId) + 'static,
+) -> (Hook, bool, EntityId) {
+    let mut h = hook(8);
+    let e = h.inner.create().unwrap();
+    h.inner.activate(&[Activation::new(e, key(1, 1))]).unwrap();
+    let at = h.calls + call;
+    h.actions.push((
+        at,
+        Box::new(move |g: &mut Level| {
+            let copy = (0..8)
+                .filter_map(|s| g.registry.live_at(s))
+                .find(|c| *c != e);
+            if let Some(copy) = copy {
+                act(g, e, copy);
+            }
+        }),
+    ));
+    let mut out = [EntityId::NULL];
+    let done = h.duplicate(&[e], &mut SeqEntropy::new(5), &mut out).is_ok();
+    h.actions.clear();
+    sound(&h.inner, &format!("call {call}"));
+    (h, done, out[0])
+}
+
 /// A roster that parents the source under its own copy between the creates and the
 /// publication would make the copy its own parent (a cycle the outliner and `destroy_subtree`
 /// never leave). The publication refuses when a copy is no longer blank, and the copies are
@@ -408,29 +437,13 @@ fn sound(w: &Level, what: &str) {
 #[test]
 fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
     for call in 1..10 {
-        let mut h = hook(8);
-        let e = h.inner.create().unwrap();
-        h.inner.activate(&[Activation::new(e, key(1, 1))]).unwrap();
-        let at = h.calls + call;
-        h.actions.push((
-            at,
-            Box::new(move |g: &mut Level| {
-                let copy = (0..8)
-                    .filter_map(|s| g.registry.live_at(s))
-                    .find(|c| *c != e);
-                if let Some(copy) = copy {
-                    g.set_parent(e, Some(copy)).unwrap();
-                }
-            }),
-        ));
-        let mut out = [EntityId::NULL];
-        let done = h.duplicate(&[e], &mut SeqEntropy::new(5), &mut out);
-        h.actions.clear();
-        sound(&h.inner, &format!("call {call}"));
-        if done.is_ok() {
-            assert_ne!(h.inner.parent(out[0]).unwrap(), Some(out[0]), "call {call}");
+        let (h, done, copy) = duplicate_acting_on_copy(call, |g, e, copy| {
+            g.set_parent(e, Some(copy)).unwrap();
+        });
+        if done {
+            assert_ne!(h.inner.parent(copy).unwrap(), Some(copy), "call {call}");
         } else {
-            assert!(!h.inner.registry.is_alive(out[0]), "call {call}: copy left");
+            assert!(!h.inner.registry.is_alive(copy), "call {call}: copy left");
         }
     }
 }
@@ -443,34 +456,18 @@ fn a_roster_linking_a_copy_mid_duplicate_is_refused() {
 fn a_roster_binding_a_copy_mid_duplicate_is_refused() {
     let mut acted = 0;
     for call in 1..10 {
-        let mut h = hook(8);
-        let e = h.inner.create().unwrap();
-        h.inner.activate(&[Activation::new(e, key(1, 1))]).unwrap();
-        let at = h.calls + call;
         let bound = std::rc::Rc::new(std::cell::Cell::new(false));
         let flag = bound.clone();
-        h.actions.push((
-            at,
-            Box::new(move |g: &mut Level| {
-                let copy = (0..8)
-                    .filter_map(|s| g.registry.live_at(s))
-                    .find(|c| *c != e);
-                if let Some(copy) = copy {
-                    flag.set(g.activate(&[Activation::new(copy, key(1, 2))]).is_ok());
-                }
-            }),
-        ));
-        let mut out = [EntityId::NULL];
-        let done = h.duplicate(&[e], &mut SeqEntropy::new(5), &mut out);
-        h.actions.clear();
-        sound(&h.inner, &format!("call {call}"));
+        let (h, done, copy) = duplicate_acting_on_copy(call, move |g, _, copy| {
+            flag.set(g.activate(&[Activation::new(copy, key(1, 2))]).is_ok());
+        });
         let t = h.inner.durable().bindings();
         assert!(t.check_consistent(), "call {call}");
         if bound.get() {
             acted += 1;
             // The copy keeps the key the roster gave it, and only that one.
-            if let Ok(()) = done {
-                assert_eq!(t.key_of(out[0]), Some(key(1, 2)), "call {call}");
+            if done {
+                assert_eq!(t.key_of(copy), Some(key(1, 2)), "call {call}");
             }
         }
     }
