@@ -5,11 +5,12 @@
 //! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated
 //!   open-addressing table at most half full (`entries = next_pow2(2 × capacity)`). An entry is
 //!   48 bytes and holds the whole key, so a hit is confirmed (exact key equality) in the line
-//!   it probed. Entries come in groups of eight, each group with one control word: a byte per
-//!   entry, `EMPTY` or seven bits of the key's keyed hash. A probe walks groups from the key's
-//!   home group and compares a key only where its control byte matches (a word-wide compare of
-//!   the eight bytes), so a lookup reads one control word and, on a hit, one entry. Deletion
-//!   keeps probe sequences intact without tombstones.
+//!   it probed. Entries come in groups of sixteen, each group with sixteen control bytes (one
+//!   16-byte aligned load): a byte per entry, `EMPTY` or seven bits of the key's keyed hash. A
+//!   probe walks groups from the key's home group and compares a key only where its control
+//!   byte matches (one SSE2 compare of the sixteen bytes on x86-64, a byte loop elsewhere), so
+//!   a lookup reads one group's control bytes and, on a hit, one entry. Deletion keeps probe
+//!   sequences intact without tombstones.
 //! - **reverse**, per registry slot: the key, kind and generation of the binding (what
 //!   `key_of`, iteration in slot order and a detach read), so a recycled slot never inherits a
 //!   former object's key.
@@ -259,7 +260,35 @@ fn fold(a: u64, b: u64) -> u64 {
 }
 
 /// Whether both halves of `key` are nonnil version-4 UUIDs.
+#[inline(always)]
 pub(crate) fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
+    if is_v4_pair(&words(key)) {
+        return Ok(());
+    }
+    check_key_slow(key)
+}
+
+/// Version nibble (byte 6, high half) of a UUID's first word, and the word's value for v4.
+const VERSION_MASK: u64 = u64::from_ne_bytes([0, 0, 0, 0, 0, 0, 0xf0, 0]);
+const VERSION_4: u64 = u64::from_ne_bytes([0, 0, 0, 0, 0, 0, 0x40, 0]);
+/// Variant bits (byte 8, top two) of a UUID's second word, and their RFC 9562 value.
+const VARIANT_MASK: u64 = u64::from_ne_bytes([0xc0, 0, 0, 0, 0, 0, 0, 0]);
+const VARIANT_RFC: u64 = u64::from_ne_bytes([0x80, 0, 0, 0, 0, 0, 0, 0]);
+
+/// [`UuidPolicy::DurableV4`] of both halves at once, on the key's words: version 4 and the
+/// RFC variant (a version-4 UUID is never nil).
+#[inline(always)]
+fn is_v4_pair(w: &Words) -> bool {
+    let version =
+        (w.instance[0] & VERSION_MASK ^ VERSION_4) | (w.object[0] & VERSION_MASK ^ VERSION_4);
+    let variant =
+        (w.instance[1] & VARIANT_MASK ^ VARIANT_RFC) | (w.object[1] & VARIANT_MASK ^ VARIANT_RFC);
+    (version | variant) == 0
+}
+
+/// [`check_key`]'s refusal, naming the first failing half (out of line).
+#[cold]
+fn check_key_slow(key: &PersistentObjectKey) -> Result<(), UuidError> {
     UuidPolicy::DurableV4.check(key.instance.as_uuid())?;
     UuidPolicy::DurableV4.check(key.object.as_uuid())?;
     Ok(())
@@ -274,30 +303,113 @@ pub(crate) fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
 #[repr(C)]
 struct Entry {
     key: Words,
-    slot: u32,
-    generation: u32,
+    /// `slot | generation << 32` (a handle's incarnation: read as one word).
+    incarnation: u64,
     kind: u32,
     home: u32,
 }
 
+impl Entry {
+    #[inline(always)]
+    fn slot(&self) -> u32 {
+        self.incarnation as u32
+    }
+
+    #[inline(always)]
+    fn generation(&self) -> u32 {
+        (self.incarnation >> 32) as u32
+    }
+}
+
+/// A handle's incarnation word of `slot` and `generation`.
+#[inline(always)]
+fn incarnation(slot: u32, generation: u32) -> u64 {
+    u64::from(slot) | u64::from(generation) << 32
+}
+
 const VACANT: Entry = Entry {
     key: Words::ZERO,
-    slot: 0,
-    generation: 0,
+    incarnation: 0,
     kind: 0,
     home: 0,
 };
 
-/// Entries per group (one control word).
-const GROUP: usize = 8;
+/// Entries per group (one 16-byte load of control bytes).
+const GROUP: usize = 16;
 
 /// A control byte: an empty entry (high bit set); a full one holds seven bits of its hash.
 const EMPTY: u8 = 0x80;
 
-/// A group of empty entries.
-const ALL_EMPTY: u64 = 0x8080_8080_8080_8080;
+/// The control bytes of one group of entries (byte `k`: entry `k`), aligned for one vector
+/// load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(16))]
+struct Group([u8; GROUP]);
 
-const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+/// A group of empty entries.
+const ALL_EMPTY: Group = Group([EMPTY; GROUP]);
+
+impl Group {
+    /// The entries whose control byte is `byte`, one bit each (bit `k`: entry `k`; exact).
+    #[inline(always)]
+    fn matches(self, byte: u8) -> u32 {
+        control::eq_mask(self.0, byte)
+    }
+
+    /// The empty entries, one bit each (exact: only `EMPTY` has its high bit set).
+    #[inline(always)]
+    fn empties(self) -> u32 {
+        control::high_mask(self.0)
+    }
+}
+
+/// Bit masks of a group's control bytes: SSE2 (one compare and one move-mask per group)
+/// where the build targets it, a byte loop elsewhere (`tests` holds the two equal).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod control {
+    use core::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8};
+
+    /// Bit `k` set where byte `k` of `g` is `byte`.
+    #[inline(always)]
+    pub(super) fn eq_mask(g: [u8; super::GROUP], byte: u8) -> u32 {
+        let v: __m128i = bytemuck::cast(g);
+        // SAFETY: the three intrinsics need SSE2, which this build enables for every function
+        // (the module's `cfg(target_feature = "sse2")`), so every CPU that runs it has SSE2.
+        // They touch no memory: `v` is a value.
+        unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(byte as i8))) as u32 }
+    }
+
+    /// Bit `k` set where byte `k` of `g` has its high bit set.
+    #[inline(always)]
+    pub(super) fn high_mask(g: [u8; super::GROUP]) -> u32 {
+        let v: __m128i = bytemuck::cast(g);
+        // SAFETY: as in `eq_mask`: SSE2 is enabled for the whole build; no memory is touched.
+        unsafe { _mm_movemask_epi8(v) as u32 }
+    }
+}
+
+/// The portable form of `control` (a byte loop).
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
+mod portable {
+    /// Bit `k` set where byte `k` of `g` is `byte`.
+    #[inline(always)]
+    pub(super) fn eq_mask(g: [u8; super::GROUP], byte: u8) -> u32 {
+        g.iter()
+            .enumerate()
+            .fold(0, |m, (k, &b)| m | u32::from(b == byte) << k)
+    }
+
+    /// Bit `k` set where byte `k` of `g` has its high bit set.
+    #[inline(always)]
+    pub(super) fn high_mask(g: [u8; super::GROUP]) -> u32 {
+        g.iter()
+            .enumerate()
+            .fold(0, |m, (k, &b)| m | u32::from(b >> 7) << k)
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+use portable as control;
 
 /// The control byte of a key with hash `tag` (bits independent of its home group's).
 #[inline(always)]
@@ -305,32 +417,11 @@ fn h2(tag: u64) -> u8 {
     (tag & 0x7f) as u8
 }
 
-/// The control byte of a key with hash `tag`, repeated in every byte of a word.
-#[inline(always)]
-fn pattern(tag: u64) -> u64 {
-    (tag & 0x7f) * LOW_BITS
-}
-
-/// The entries of control word `ctrl` whose byte is the one `pattern` repeats, as a mask of
-/// each byte's high bit (may include a full entry whose byte differs, above a true match: a
-/// key compare decides; never an empty one).
-#[inline(always)]
-fn matches(ctrl: u64, pattern: u64) -> u64 {
-    let x = ctrl ^ pattern;
-    x.wrapping_sub(LOW_BITS) & !x & ALL_EMPTY
-}
-
-/// The empty entries of control word `ctrl`, as a mask of each byte's high bit (exact).
-#[inline(always)]
-fn empties(ctrl: u64) -> u64 {
-    ctrl & ALL_EMPTY
-}
-
-/// The entry (within its group) of the lowest byte set in a nonzero mask of `matches` or
+/// The entry (within its group) of the lowest bit of a nonzero mask of `matches` or
 /// `empties`.
 #[inline(always)]
-fn lowest(mask: u64) -> usize {
-    (mask.trailing_zeros() / 8) as usize & (GROUP - 1)
+fn lowest(mask: u32) -> usize {
+    mask.trailing_zeros() as usize & (GROUP - 1)
 }
 
 /// How many keys ahead a batch asks for a key's home group.
@@ -391,8 +482,8 @@ pub struct BindingStats {
 pub struct WorldBindingTable<A: Allocator + Clone = Global> {
     /// Owner token of the registry whose entities this table binds (0: unattached).
     owner: OwnerToken,
-    /// One control word per group of [`GROUP`] entries.
-    ctrl: Vec<u64, A>,
+    /// The control bytes of each group of [`GROUP`] entries.
+    ctrl: Vec<Group, A>,
     entries: Vec<Entry, A>,
     /// Groups minus one (a power of two minus one); 0 for a disabled table.
     mask: usize,
@@ -561,9 +652,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         self.stats
     }
 
-    /// Bytes of fixed storage (forward entries and control words, reverse entries).
+    /// Bytes of fixed storage (forward entries and control bytes, reverse entries).
     pub fn footprint_bytes(&self) -> usize {
-        self.ctrl.len() * core::mem::size_of::<u64>()
+        self.ctrl.len() * core::mem::size_of::<Group>()
             + self.entries.len() * core::mem::size_of::<Entry>()
             + self.reverse.len() * core::mem::size_of::<Reverse>()
     }
@@ -591,15 +682,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// The control byte of entry `i`.
     #[inline(always)]
     fn control(&self, i: usize) -> u8 {
-        (self.ctrl[i / GROUP] >> (8 * (i % GROUP))) as u8
+        self.ctrl[i / GROUP].0[i % GROUP]
     }
 
     /// Sets the control byte of entry `i`.
     #[inline(always)]
     fn set_control(&mut self, i: usize, byte: u8) {
-        let shift = 8 * (i % GROUP);
-        let word = &mut self.ctrl[i / GROUP];
-        *word = (*word & !(0xff << shift)) | (u64::from(byte) << shift);
+        self.ctrl[i / GROUP].0[i % GROUP] = byte;
     }
 
     /// Fills entry `i` (empty) with `e`, whose key has hash `tag`.
@@ -628,11 +717,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         if self.ctrl.is_empty() {
             return Probe::Limit;
         }
-        let pattern = pattern(tag);
+        let byte = h2(tag);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = self.ctrl[g];
-            let mut hits = matches(ctrl, pattern);
+            let mut hits = ctrl.matches(byte);
             while hits != 0 {
                 let i = g * GROUP + lowest(hits);
                 let e = self.entry(i);
@@ -641,7 +730,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
                 hits &= hits - 1;
             }
-            let empty = empties(ctrl);
+            let empty = ctrl.empties();
             if empty != 0 {
                 return Probe::Vacant(g * GROUP + lowest(empty));
             }
@@ -656,11 +745,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     #[inline(always)]
     fn find(&self, w: &Words) -> Option<&Entry> {
         let tag = self.tag(w);
-        let pattern = pattern(tag);
+        let byte = h2(tag);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = *self.ctrl.get(g)?;
-            let mut hits = matches(ctrl, pattern);
+            let mut hits = ctrl.matches(byte);
             while hits != 0 {
                 let e = &self.entries[g * GROUP + lowest(hits)];
                 if e.key == *w {
@@ -668,7 +757,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
                 hits &= hits - 1;
             }
-            if empties(ctrl) != 0 {
+            if ctrl.empties() != 0 {
                 return None;
             }
             g = (g + 1) & self.mask;
@@ -678,7 +767,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     #[inline(always)]
     fn entity_at(&self, e: &Entry) -> EntityId {
-        EntityId::from_raw_parts(self.owner, e.slot, e.generation)
+        EntityId::from_incarnation(self.owner, e.incarnation)
     }
 
     /// Empties entry `i` and keeps every probe sequence intact (no tombstone): an entry of a
@@ -690,7 +779,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let mut g = hole / GROUP;
         for _ in 0..=self.mask {
             g = (g + 1) & self.mask;
-            let was_full = empties(self.ctrl[g]) == 0;
+            let was_full = self.ctrl[g].empties() == 0;
             let hole_group = hole / GROUP;
             let movable = (g * GROUP..(g + 1) * GROUP).find(|&j| {
                 self.is_full(j) && {
@@ -725,7 +814,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Removes the binding of key `w`, found at entry `i` (forward and reverse).
     fn unbind_at(&mut self, i: usize, w: &Words) {
-        let slot = self.entry(i).slot as usize;
+        let slot = self.entry(i).slot() as usize;
         self.remove_entry(i);
         // The reverse entry is this key's (a slot's entry names the key it binds).
         if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
@@ -766,7 +855,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 capacity: self.capacity,
             });
         }
-        // The keys are random: each candidate's home control word is asked for `2 × PREFETCH`
+        // The keys are random: each candidate's home control bytes are asked for `2 × PREFETCH`
         // candidates ahead of its placement, and the entry its insert will likely fill (the
         // first empty one of its home group) `PREFETCH` ahead; its tag is kept until then (one
         // hash per key).
@@ -823,8 +912,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     .unwrap_or(Rejection::Stale),
             ));
         }
-        if !self.raw {
-            check_key(&c.key).map_err(CandidateRejection::InvalidKey)?;
+        let w = words(&c.key);
+        if !self.raw && !is_v4_pair(&w) {
+            check_key_slow(&c.key).map_err(CandidateRejection::InvalidKey)?;
         }
         let slot = c.entity.slot() as usize;
         // A table sized for fewer slots than its registry refuses the others.
@@ -834,7 +924,6 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         if bound != 0 {
             self.slot_already_bound(batch, index, c)?;
         }
-        let w = words(&c.key);
         debug_assert_eq!(tag, self.tag(&w));
         let vacant = loop {
             match self.probe_tagged(&w, tag) {
@@ -843,7 +932,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Probe::Found(i) => {
                     // A reservation (its slot is past every slot): counted nowhere, and its
                     // duplication will publish or release it; never dropped as stale here.
-                    if self.entry(i).slot as usize >= self.reverse.len() {
+                    if self.entry(i).slot() as usize >= self.reverse.len() {
                         return Err(CandidateRejection::KeyReserved);
                     }
                     let existing = self.entity_at(self.entry(i));
@@ -871,8 +960,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             tag,
             Entry {
                 key: w,
-                slot: c.entity.slot(),
-                generation: c.entity.generation(),
+                incarnation: c.entity.incarnation(),
                 kind: c.kind.0,
                 home: (tag >> 32) as u32,
             },
@@ -913,7 +1001,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Ok(())
     }
 
-    /// Asks for the control word of the home group of the key with `tag`.
+    /// Asks for the control bytes of the home group of the key with `tag`.
     #[inline(always)]
     fn prefetch_control(&self, tag: u64) {
         if let Some(c) = self.ctrl.get(self.home(tag)) {
@@ -922,14 +1010,14 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// Asks for the entry an insert of the key with `tag` will likely fill: the first empty
-    /// one of its home group (its control word read; nothing when the group is full).
+    /// one of its home group (its control bytes read; nothing when the group is full).
     #[inline(always)]
     fn prefetch_vacancy(&self, tag: u64) {
         let g = self.home(tag);
         let Some(&ctrl) = self.ctrl.get(g) else {
             return;
         };
-        let empty = empties(ctrl);
+        let empty = ctrl.empties();
         if empty != 0 {
             if let Some(e) = self.entries.get(g * GROUP + lowest(empty)) {
                 // Both ends: an entry may straddle two lines.
@@ -991,8 +1079,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     tag,
                     Entry {
                         key: *w,
-                        slot,
-                        generation: u32::MAX,
+                        incarnation: incarnation(slot, u32::MAX),
                         kind: 0,
                         home: (tag >> 32) as u32,
                     },
@@ -1005,7 +1092,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// [`reserve`](Self::reserve) of `key(0)`, `key(1)`, … `key(n - 1)` in order, each key's
-    /// control word asked for `2 × PREFETCH` keys ahead of its turn and the entry it will
+    /// control bytes asked for `2 × PREFETCH` keys ahead of its turn and the entry it will
     /// likely fill `PREFETCH` ahead (random keys in a large table miss the cache at each
     /// step). False at the first key that is `None` or refused; the keys reserved before it
     /// stay reserved (the caller abandons them).
@@ -1058,7 +1145,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     pub(crate) fn scratch_intact(&self) -> bool {
         self.scratch.iter().enumerate().all(|(k, &(_, i))| {
             let i = i as usize;
-            i < self.entries.len() && self.is_full(i) && self.entry(i).slot == u32::MAX - k as u32
+            i < self.entries.len() && self.is_full(i) && self.entry(i).slot() == u32::MAX - k as u32
         })
     }
 
@@ -1091,7 +1178,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // The reservation's entry, where `reserve` put it (see `scratch`); checked all the
         // same, so that a misuse publishes nothing rather than the wrong entry.
         let i = i as usize;
-        if self.entries.len() <= i || !self.is_full(i) || self.entry(i).slot != u32::MAX - k as u32
+        if self.entries.len() <= i
+            || !self.is_full(i)
+            || self.entry(i).slot() != u32::MAX - k as u32
         {
             return false;
         }
@@ -1106,8 +1195,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             _ => return false,
         }
         let e = &mut self.entries[i];
-        e.slot = entity.slot();
-        e.generation = entity.generation();
+        e.incarnation = entity.incarnation();
         e.kind = kind.0;
         true
     }
@@ -1121,7 +1209,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         for k in 0..self.scratch.len() {
             let w = self.scratch[k].0;
             if let Probe::Found(i) = self.probe(&w) {
-                if self.entry(i).slot == u32::MAX - k as u32 {
+                if self.entry(i).slot() == u32::MAX - k as u32 {
                     self.remove_entry(i);
                 } else {
                     published += 1;
@@ -1182,8 +1270,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// [`lookup`](Self::lookup) of every key of `keys`, the entity (or `None`) written to the
     /// same place of `out`; returns how many resolved. The keys go through a pipeline: a key
-    /// is hashed and its control word asked for [`LOOKUP_BATCH`] keys before it is confirmed,
-    /// and matched against that word (its entry asked for) half as many keys before. Random
+    /// is hashed and its group's control bytes asked for [`LOOKUP_BATCH`] keys before it is
+    /// confirmed, and matched against them (its entry asked for) half as many keys before. Random
     /// keys in a large table miss the cache at each step, and the pipeline keeps several keys'
     /// misses in flight instead of one lookup's at a time. A control-byte match that does not
     /// confirm is looked up again whole, so the result always equals `lookup`'s. A table small
@@ -1234,9 +1322,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     }
 
     /// [`lookup_batch`](Self::lookup_batch) as a software pipeline, whatever the table's size
-    /// (`out` at least as long as `keys`): key `i + TAG_AHEAD` is hashed and its control word
-    /// asked for, key `i + MATCH_AHEAD` is matched against its control word and its entry asked
-    /// for, and key `i` is confirmed.
+    /// (`out` at least as long as `keys`): key `i + TAG_AHEAD` is hashed and its control bytes
+    /// asked for, key `i + MATCH_AHEAD` is matched against them and its entry asked for, and
+    /// key `i` is confirmed.
     fn lookup_passes<B: Allocator + Clone, const ATTACHED: bool>(
         &self,
         registry: &EntityRegistry<B>,
@@ -1283,7 +1371,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Some(e) if e.key == words(key) => {
                     if !ATTACHED {
                         // Checked after the pipeline.
-                        registry.prefetch_slot(e.slot);
+                        registry.prefetch_slot(e.slot());
                     }
                     Some(self.entity_at(e))
                 }
@@ -1310,15 +1398,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         if self.ctrl.is_empty() {
             return usize::MAX;
         }
-        let pattern = pattern(tag);
+        let byte = h2(tag);
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = self.ctrl[g];
-            let hits = matches(ctrl, pattern);
+            let hits = ctrl.matches(byte);
             if hits != 0 {
                 return g * GROUP + lowest(hits);
             }
-            if empties(ctrl) != 0 {
+            if ctrl.empties() != 0 {
                 return usize::MAX;
             }
             g = (g + 1) & self.mask;
@@ -1348,7 +1436,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // A reservation is never live: its slot lies beyond every slot.
         let b = self.find(&words(key))?;
         let e = self.entity_at(b);
-        self.is_live_binding::<B, ATTACHED>(registry, b.slot, e)
+        self.is_live_binding::<B, ATTACHED>(registry, b.slot(), e)
             .then_some((e, BindingKind(b.kind)))
     }
 
@@ -1370,11 +1458,11 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         slot: u32,
         e: EntityId,
     ) -> bool {
-        if ATTACHED && self.owner != 0 && self.owner == registry.owner() {
-            (slot as usize) < self.reverse.len()
-        } else {
-            registry.is_alive(e)
-        }
+        // One compare on the hot path: the limit is 0 unless attached (then the registry
+        // decides), and a reservation's slot is past it (the registry rejects that slot too).
+        let attached = ATTACHED && self.owner != 0 && self.owner == registry.owner();
+        let limit = if attached { self.reverse.len() } else { 0 };
+        (slot as usize) < limit || registry.is_alive(e)
     }
 
     /// Resolves `key` to a live entity of any kind; unbound keys are `Missing` (no catalog).
@@ -1542,12 +1630,12 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             }
             let b = *self.entry(i);
             forward += 1;
-            let Some(r) = self.reverse.get(b.slot as usize) else {
+            let Some(r) = self.reverse.get(b.slot() as usize) else {
                 return false;
             };
             let tag = self.tag(&b.key);
             let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
-            if r.generation != b.generation
+            if r.generation != b.generation()
                 || r.key != b.key
                 || r.kind != b.kind
                 || self.control(i) != h2(tag)
@@ -1586,6 +1674,80 @@ mod tests {
         let es = (0..n).map(|_| reg.try_create().unwrap()).collect();
         let table = WorldBindingTable::try_new(&reg, n).unwrap();
         (reg, table, es)
+    }
+
+    /// The group masks the table uses (SSE2 on x86-64) equal the portable byte loop's, on
+    /// groups of every mix of empty, matching and other bytes.
+    #[test]
+    fn group_masks_match_the_portable_loop() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..if cfg!(miri) { 500 } else { 20_000 } {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let byte = (x >> 57) as u8;
+            let mut g = [0u8; GROUP];
+            for (k, b) in g.iter_mut().enumerate() {
+                // Per byte: empty, the probed byte, or another byte (high bit set or not).
+                *b = match (x >> (2 * k)) & 3 {
+                    0 => EMPTY,
+                    1 => byte,
+                    _ => (x >> (k + 20)) as u8,
+                };
+            }
+            let group = Group(g);
+            assert_eq!(group.matches(byte), portable::eq_mask(g, byte), "{g:02x?}");
+            assert_eq!(group.empties(), portable::high_mask(g), "{g:02x?}");
+            let high = g.iter().filter(|&&b| b & 0x80 != 0).count();
+            assert_eq!(group.empties().count_ones() as usize, high, "{g:02x?}");
+            let hits = g.iter().filter(|&&b| b == byte).count();
+            assert_eq!(group.matches(byte).count_ones() as usize, hits, "{g:02x?}");
+        }
+    }
+
+    /// The word-level check agrees with the per-UUID policy on keys whose version and variant
+    /// bytes take every value (the rest random), nil halves included, and names the same error.
+    #[test]
+    fn key_check_matches_the_policy() {
+        let mut x = 0x853c_49e6_748f_ea9b_u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..if cfg!(miri) { 500 } else { 20_000u32 } {
+            let mut bytes = [0u8; 32];
+            for b in bytes.chunks_mut(8) {
+                b.copy_from_slice(&next().to_le_bytes());
+            }
+            // Version and variant bytes of both halves: every value over the rounds.
+            for (half, at) in [(0usize, 6usize), (0, 8), (16, 6), (16, 8)] {
+                bytes[half + at] = (next() >> 56) as u8;
+            }
+            match round % 4 {
+                0 => bytes[..16].fill(0),
+                1 => bytes[16..].fill(0),
+                _ => {}
+            }
+            if round % 3 == 0 {
+                // Mostly valid: both halves v4 with the RFC variant, one byte perturbed at most.
+                for half in [0, 16] {
+                    bytes[half + 6] = 0x40 | (bytes[half + 6] & 0x0f);
+                    bytes[half + 8] = 0x80 | (bytes[half + 8] & 0x3f);
+                }
+                if round % 2 == 0 {
+                    let at = [6, 8, 22, 24][(round / 6 % 4) as usize];
+                    bytes[at] ^= 1 << (round / 24 % 8);
+                }
+            }
+            let key: PersistentObjectKey = bytemuck::pod_read_unaligned(&bytes);
+            let policy = UuidPolicy::DurableV4
+                .check(key.instance.as_uuid())
+                .and(UuidPolicy::DurableV4.check(key.object.as_uuid()))
+                .map(|_| ());
+            assert_eq!(check_key(&key), policy, "{bytes:02x?}");
+        }
     }
 
     #[test]
