@@ -268,22 +268,18 @@ pub(crate) fn check_key(key: &PersistentObjectKey) -> Result<(), UuidError> {
     check_key_slow(key)
 }
 
-/// Version nibble (byte 6, high half) of a UUID's first word, and the word's value for v4.
-const VERSION_MASK: u64 = u64::from_ne_bytes([0, 0, 0, 0, 0, 0, 0xf0, 0]);
-const VERSION_4: u64 = u64::from_ne_bytes([0, 0, 0, 0, 0, 0, 0x40, 0]);
-/// Variant bits (byte 8, top two) of a UUID's second word, and their RFC 9562 value.
-const VARIANT_MASK: u64 = u64::from_ne_bytes([0xc0, 0, 0, 0, 0, 0, 0, 0]);
-const VARIANT_RFC: u64 = u64::from_ne_bytes([0x80, 0, 0, 0, 0, 0, 0, 0]);
-
-/// [`UuidPolicy::DurableV4`] of both halves at once, on the key's words: version 4 and the
-/// RFC variant (a version-4 UUID is never nil).
+/// [`UuidPolicy::DurableV4`] of both halves at once, on the key's words: version 4 (the high
+/// nibble of byte 6) and the RFC variant (the top two bits of byte 8); a version-4 UUID is
+/// never nil.
 #[inline(always)]
 fn is_v4_pair(w: &Words) -> bool {
-    let version =
-        (w.instance[0] & VERSION_MASK ^ VERSION_4) | (w.object[0] & VERSION_MASK ^ VERSION_4);
-    let variant =
-        (w.instance[1] & VARIANT_MASK ^ VARIANT_RFC) | (w.object[1] & VARIANT_MASK ^ VARIANT_RFC);
-    (version | variant) == 0
+    // Read as little-endian: byte 6 is bits 48..56 of a half's first word, byte 8 bits 0..8 of
+    // its second.
+    let (i0, o0) = (u64::from_le(w.instance[0]), u64::from_le(w.object[0]));
+    let (i1, o1) = (u64::from_le(w.instance[1]), u64::from_le(w.object[1]));
+    let versions = ((i0 >> 52) & 0xf) | ((o0 >> 48) & 0xf0);
+    let variants = ((i1 >> 6) & 0x3) | ((o1 >> 4) & 0xc);
+    ((versions << 4) | variants) == 0x44a
 }
 
 /// [`check_key`]'s refusal, naming the first failing half (out of line).
