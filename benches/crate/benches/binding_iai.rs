@@ -1,5 +1,6 @@
 //! iai-callgrind instruction counts of the durable binding table: the `binding`
-//! bench's resolve + read loop at 1k and 100k keys (1M is kept out of callgrind: too slow), and
+//! bench's resolve + read loop at 1k and 100k keys, one by one and through `resolve_batch`
+//! (1M is kept out of callgrind: too slow), and
 //! activating 10k keys into a fresh durable world. Foldhash `hashbrown` peers of both (lookup
 //! loop; `with_capacity_and_hasher` + inserts), keyed by the same 32-byte key (`_key`, the
 //! same work) and by the object UUID alone.
@@ -76,6 +77,19 @@ fn resolve_read((w, queries): Lookup) -> u64 {
                 .and_then(|e| w.get::<Hp>(e))
                 .map_or(0, |h| u64::from(h.0))
         })
+        .sum()
+}
+
+// The same queries through one `resolve_batch` call (key by key below the cached-table size,
+// the pipeline above it), then each hit read by handle.
+#[library_benchmark]
+#[bench::k1000(args = (1_000), setup = lookup_setup)]
+#[bench::k100000(args = (100_000), setup = lookup_setup)]
+fn resolve_batch_read((w, queries): Lookup) -> u64 {
+    let mut out = [None; BATCH];
+    w.resolve_batch(black_box(&queries), &mut out).unwrap();
+    out.iter()
+        .map(|&e| e.and_then(|e| w.get::<Hp>(e)).map_or(0, |h| u64::from(h.0)))
         .sum()
 }
 
@@ -179,7 +193,8 @@ fn activate_hashbrown_foldhash_key(pairs: Vec<(PersistentObjectKey, EntityId)>) 
 
 library_benchmark_group!(
     name = binding;
-    benchmarks = resolve_read, resolve_read_hashbrown_foldhash, resolve_read_hashbrown_foldhash_key,
+    benchmarks = resolve_read, resolve_batch_read, resolve_read_hashbrown_foldhash,
+        resolve_read_hashbrown_foldhash_key,
         activate, activate_hashbrown_foldhash, activate_hashbrown_foldhash_key
 );
 
