@@ -794,8 +794,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let mut hole = i;
         self.set_control(hole, EMPTY);
         let mut g = hole / GROUP;
-        // Every other group at most, never the hole's own again (in a table of one group
-        // nothing moves: entries move only while reservations are absent, `scratch`).
+        // Every other group at most, never the hole's own again: an entry of that group never
+        // passed it (so a table of one group moves nothing on a removal).
         for _ in 0..self.mask {
             g = (g + 1) & self.mask;
             let was_full = self.ctrl[g].empties() == 0;
