@@ -442,7 +442,7 @@ fn lowest(mask: u32) -> usize {
 }
 
 /// How many keys ahead a batch asks for a key's home group.
-const PREFETCH: usize = 8;
+const PREFETCH: usize = 16;
 
 /// How many keys ahead of the one it confirms [`WorldBindingTable::lookup_batch`] hashes (the
 /// depth of its pipeline).
