@@ -1394,7 +1394,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     let id = self.entity_at(e);
                     if ATTACHED {
                         // One compare (see `is_live_binding`): checked here.
-                        ((e.slot() as usize) < limit || registry.is_alive(id)).then_some(id)
+                        Self::live_below(registry, limit, e.slot(), id).then_some(id)
                     } else {
                         // The registry's entry is read after the pipeline.
                         registry.prefetch_slot(e.slot());
@@ -1402,7 +1402,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     }
                 }
                 // A false match of control bytes: the whole probe decides.
-                Some(_) => self.lookup_in::<B, ATTACHED>(registry, key).map(|(e, _)| e),
+                Some(_) => self.lookup_limited(registry, key, limit).map(|(e, _)| e),
             };
             if ATTACHED {
                 found += usize::from(o.is_some());
@@ -1478,7 +1478,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // A reservation is never live: its slot lies beyond every slot.
         let b = self.find(&words(key))?;
         let e = self.entity_at(b);
-        ((b.slot() as usize) < limit || registry.is_alive(e)).then_some((e, BindingKind(b.kind)))
+        Self::live_below(registry, limit, b.slot(), e).then_some((e, BindingKind(b.kind)))
     }
 
     /// Whether the binding found for `e` (at `slot`) names a live entity of `registry`.
@@ -1499,7 +1499,19 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         slot: u32,
         e: EntityId,
     ) -> bool {
-        (slot as usize) < self.live_limit::<B, ATTACHED>(registry) || registry.is_alive(e)
+        Self::live_below(registry, self.live_limit::<B, ATTACHED>(registry), slot, e)
+    }
+
+    /// Whether `e`, found bound at `slot`, is live: below `limit` (a
+    /// [`live_limit`](Self::live_limit)) without a read, else as `registry` says.
+    #[inline(always)]
+    fn live_below<B: Allocator + Clone>(
+        registry: &EntityRegistry<B>,
+        limit: usize,
+        slot: u32,
+        e: EntityId,
+    ) -> bool {
+        (slot as usize) < limit || registry.is_alive(e)
     }
 
     /// The slots below which a binding found is live without reading `registry`: the reverse
@@ -1733,8 +1745,8 @@ mod tests {
         (reg, table, es)
     }
 
-    /// The group masks the table uses (SSE2 where the build has it) equal the portable byte loop's, on
-    /// groups of every mix of empty, matching and other bytes.
+    /// The group masks the table uses (SSE2 where the build has it) equal the portable byte
+    /// loop's, on groups of every mix of empty, matching and other bytes.
     #[test]
     fn group_masks_match_the_portable_loop() {
         let mut x = 0x2545_f491_4f6c_dd1d_u64;

@@ -55,6 +55,13 @@ impl AllocationLayout {
         if !align.is_power_of_two() {
             return Err(LayoutError::BadAlignment { align });
         }
+        Self::sized(size, align)
+    }
+
+    /// `new` past its alignment check: `align` is a nonzero power of two, only the size can
+    /// fail.
+    #[inline]
+    const fn sized(size: usize, align: usize) -> Result<Self, LayoutError> {
         // `isize::MAX - (align - 1)` cannot underflow: align <= 2^(bits-1) <= isize::MAX + 1.
         if size > isize::MAX as usize - (align - 1) {
             return Err(LayoutError::SizeOverflow {
@@ -99,19 +106,8 @@ impl AllocationLayout {
     /// [`LayoutError::SizeOverflow`] as for [`AllocationLayout::new`].
     #[inline]
     pub const fn with_size(self, size: usize) -> Result<Self, LayoutError> {
-        // `align` is a nonzero power of two (the type's invariant): only the size can fail,
-        // and `isize::MAX - (align - 1)` cannot underflow (as in `new`).
-        if size > isize::MAX as usize - (self.align - 1) {
-            return Err(LayoutError::SizeOverflow {
-                count: 1,
-                elem_size: size,
-                align: self.align,
-            });
-        }
-        Ok(Self {
-            size,
-            align: self.align,
-        })
+        // `align` is a nonzero power of two (the type's invariant).
+        Self::sized(size, self.align)
     }
 
     /// Requested bytes.
@@ -138,7 +134,7 @@ impl AllocationLayout {
     /// per call.
     #[inline(always)]
     pub const fn to_layout(self) -> Layout {
-        // SAFETY: the fields are private and every constructor (`new`, `of`, `array`,
+        // SAFETY: the fields are private and every constructor (`new` and `with_size` through `sized`, `of`, `array`,
         // `with_size`, `From<Layout>`) establishes the type invariant: `align` is a nonzero
         // power of two and `size <= isize::MAX - (align - 1)`, which is exactly
         // `Layout::from_size_align`'s condition.
