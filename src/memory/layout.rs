@@ -134,9 +134,9 @@ impl AllocationLayout {
     /// per call.
     #[inline(always)]
     pub const fn to_layout(self) -> Layout {
-        // SAFETY: the fields are private and every constructor (`new` and `with_size` through `sized`, `of`, `array`,
-        // `with_size`, `From<Layout>`) establishes the type invariant: `align` is a nonzero
-        // power of two and `size <= isize::MAX - (align - 1)`, which is exactly
+        // SAFETY: the fields are private and every constructor (`new` and `with_size` through
+        // `sized`, `of`, `array`, `From<Layout>`) establishes the type invariant: `align` is a
+        // nonzero power of two and `size <= isize::MAX - (align - 1)`, which is exactly
         // `Layout::from_size_align`'s condition.
         unsafe { Layout::from_size_align_unchecked(self.size, self.align) }
     }
