@@ -2,15 +2,17 @@
 //!
 //! Two derived mappings, published and removed together:
 //!
-//! - **forward**, `PersistentObjectKey → (slot, generation, kind)`: a preallocated
-//!   open-addressing table at most half full (`entries = next_pow2(2 × capacity)`). An entry is
-//!   48 bytes and holds the whole key, so a hit is confirmed (exact key equality) in the line
-//!   it probed. Entries come in groups of sixteen, each group with sixteen control bytes (one
-//!   16-byte aligned load): a byte per entry, `EMPTY` or seven bits of the key's keyed hash. A
-//!   probe walks groups from the key's home group and compares a key only where its control
-//!   byte matches (one SSE2 compare of the sixteen bytes where the build has SSE2, a byte loop
-//!   elsewhere), so a lookup reads one group's control bytes and, on a hit, one entry. Deletion
-//!   keeps probe sequences intact without tombstones.
+//! - **forward**, `PersistentObjectKey → slot`: a preallocated open-addressing table at most
+//!   half full (`entries = next_pow2(2 × capacity)`) of 8-byte entries: the bound slot and the
+//!   high half of the key's hash. The key, generation and kind live once, in the slot's reverse
+//!   entry, so the forward table is a sixth of a table of whole keys (2 MiB at 100k bindings)
+//!   and a hit reads one forward entry, then the reverse entry it names, where the key is
+//!   confirmed (exact equality). Entries come in groups of sixteen, each group with sixteen
+//!   control bytes (one 16-byte aligned load): a byte per entry, `EMPTY` or seven bits of the
+//!   key's keyed hash. A probe walks groups from the key's home group and reads a key only
+//!   where its control byte and its hash's high half match (one SSE2 compare of the sixteen
+//!   bytes where the build has SSE2, a byte loop elsewhere). Deletion keeps probe sequences
+//!   intact without tombstones.
 //! - **reverse**, per registry slot: the key, kind and generation of the binding (what
 //!   `key_of`, iteration in slot order and a detach read), so a recycled slot never inherits a
 //!   former object's key.
@@ -295,45 +297,27 @@ fn check_key_slow(key: &PersistentObjectKey) -> Result<(), UuidError> {
     Ok(())
 }
 
-/// A forward entry (48 bytes): the whole key, the bound incarnation and its kind, and the high
-/// half of the key's hash (its home group, read when a deletion moves entries back). Its
-/// contents mean nothing while its control byte is `EMPTY`. A reservation of a duplication in
-/// progress has `slot == u32::MAX - k` (beyond every registry slot), `k` its place among the
-/// reserved keys.
+/// A forward entry (8 bytes): the slot of the binding, whose reverse entry holds the key, its
+/// generation and kind, and the high half of the key's hash (its home group, read when a
+/// deletion moves entries back, and compared before the key is read). Its contents mean
+/// nothing while its control byte is `EMPTY`. A reservation of a duplication in progress has
+/// `slot == u32::MAX - k` (beyond every registry slot), `k` its place among the reserved keys,
+/// which hold its key.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 struct Entry {
-    key: Words,
-    /// `slot | generation << 32` (a handle's incarnation: read as one word).
-    incarnation: u64,
-    kind: u32,
+    slot: u32,
     home: u32,
 }
 
 impl Entry {
     #[inline(always)]
     fn slot(&self) -> u32 {
-        self.incarnation as u32
-    }
-
-    #[inline(always)]
-    fn generation(&self) -> u32 {
-        (self.incarnation >> 32) as u32
+        self.slot
     }
 }
 
-/// A handle's incarnation word of `slot` and `generation`.
-#[inline(always)]
-fn incarnation(slot: u32, generation: u32) -> u64 {
-    u64::from(slot) | u64::from(generation) << 32
-}
-
-const VACANT: Entry = Entry {
-    key: Words::ZERO,
-    incarnation: 0,
-    kind: 0,
-    home: 0,
-};
+const VACANT: Entry = Entry { slot: 0, home: 0 };
 
 /// Entries per group (one 16-byte load of control bytes).
 const GROUP: usize = 16;
@@ -453,7 +437,8 @@ pub const LOOKUP_BATCH: usize = 16;
 /// 26 against 17 ns per lookup).
 const CACHED_TABLE: usize = 256 * 1024;
 
-/// A reverse entry: the binding of the slot's incarnation `generation` (0: none).
+/// A reverse entry: the binding of the slot's incarnation `generation` (0: none); its key is
+/// the one the forward entry naming the slot is confirmed against.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 struct Reverse {
@@ -735,14 +720,15 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             return Probe::Limit;
         }
         let byte = h2(tag);
+        let high = (tag >> 32) as u32;
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = self.ctrl[g];
             let mut hits = ctrl.matches(byte);
             while hits != 0 {
                 let i = g * GROUP + lowest(hits);
-                let e = self.entry(i);
-                if e.key == *w {
+                let e = *self.entry(i);
+                if e.home == high && self.key_at(e) == Some(w) {
                     return Probe::Found(i);
                 }
                 hits &= hits - 1;
@@ -756,21 +742,39 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         Probe::Limit
     }
 
-    /// The entry of key `w`, if any (a binding or a reservation): [`probe`](Self::probe)'s
-    /// hit path alone, what every lookup takes (going through `probe`'s result and indexing
-    /// the entry again costs ~4 instructions more per resolve, `binding_iai`).
+    /// The key of full entry `e`: its slot's reverse entry's, or a reservation's (`None` for a
+    /// reservation no longer held: it matches no key).
     #[inline(always)]
-    fn find(&self, w: &Words) -> Option<&Entry> {
+    fn key_at(&self, e: Entry) -> Option<&Words> {
+        match self.reverse.get(e.slot as usize) {
+            Some(r) => Some(&r.key),
+            None => self
+                .scratch
+                .get((u32::MAX - e.slot) as usize)
+                .map(|(w, _)| w),
+        }
+    }
+
+    /// The binding of key `w`, if any: its slot and reverse entry ([`probe`](Self::probe)'s
+    /// hit path alone, what every lookup takes). A reservation is passed over: its key is in
+    /// the table once, so a probe that skips it ends at an empty entry.
+    #[inline(always)]
+    fn find(&self, w: &Words) -> Option<(u32, &Reverse)> {
         let tag = self.tag(w);
         let byte = h2(tag);
+        let high = (tag >> 32) as u32;
         let mut g = self.home(tag);
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = *self.ctrl.get(g)?;
             let mut hits = ctrl.matches(byte);
             while hits != 0 {
-                let e = &self.entries[g * GROUP + lowest(hits)];
-                if e.key == *w {
-                    return Some(e);
+                let e = self.entries[g * GROUP + lowest(hits)];
+                if e.home == high {
+                    if let Some(r) = self.reverse.get(e.slot as usize) {
+                        if r.key == *w {
+                            return Some((e.slot, r));
+                        }
+                    }
                 }
                 hits &= hits - 1;
             }
@@ -782,9 +786,19 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         None
     }
 
+    /// The entity of the binding of `slot` whose reverse entry is `r`.
     #[inline(always)]
-    fn entity_at(&self, e: &Entry) -> EntityId {
-        EntityId::from_incarnation(self.owner, e.incarnation)
+    fn entity_at(&self, slot: u32, r: &Reverse) -> EntityId {
+        EntityId::from_raw_parts(self.owner, slot, r.generation)
+    }
+
+    /// The entity bound at full entry `i`, `None` for a reservation.
+    #[inline(always)]
+    fn bound_at(&self, i: usize) -> Option<EntityId> {
+        let slot = self.entry(i).slot;
+        self.reverse
+            .get(slot as usize)
+            .map(|r| self.entity_at(slot, r))
     }
 
     /// Empties entry `i` and keeps every probe sequence intact (no tombstone): an entry of a
@@ -792,8 +806,13 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     /// group that was not full (no probe sequence runs past it).
     fn remove_entry(&mut self, i: usize) {
         let mut hole = i;
-        self.set_control(hole, EMPTY);
         let mut g = hole / GROUP;
+        let was_full = self.ctrl[g].empties() == 0;
+        self.set_control(hole, EMPTY);
+        if !was_full {
+            // No probe sequence passed a group with an empty entry: nothing moves.
+            return;
+        }
         // Every other group at most, never the hole's own again: an entry of that group never
         // passed it (so a table of one group moves nothing on a removal).
         for _ in 0..self.mask {
@@ -954,7 +973,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     if self.entry(i).slot() as usize >= self.reverse.len() {
                         return Err(CandidateRejection::KeyReserved);
                     }
-                    let existing = self.entity_at(self.entry(i));
+                    let existing = self.bound_at(i).unwrap_or(EntityId::NULL);
                     if !registry.is_alive(existing) {
                         // Stale: drop it (a removal: the revision advances) and probe again
                         // (the shift may have moved the gap). Each turn removes an entry, so
@@ -978,9 +997,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             vacant,
             tag,
             Entry {
-                key: w,
-                incarnation: c.entity.incarnation(),
-                kind: c.kind.0,
+                slot: slot as u32,
                 home: (tag >> 32) as u32,
             },
         );
@@ -1039,9 +1056,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let empty = ctrl.empties();
         if empty != 0 {
             if let Some(e) = self.entries.get(g * GROUP + lowest(empty)) {
-                // Both ends: an entry may straddle two lines.
                 crate::hint::prefetch(e);
-                crate::hint::prefetch(&e.home);
             }
         }
     }
@@ -1097,9 +1112,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                     i,
                     tag,
                     Entry {
-                        key: *w,
-                        incarnation: incarnation(slot, u32::MAX),
-                        kind: 0,
+                        slot,
                         home: (tag >> 32) as u32,
                     },
                 );
@@ -1180,10 +1193,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Binds reserved key `k` to `entity` (forward and reverse). False, publishing nothing,
     /// when the reservation is not where `reserve` put it, or `entity`'s slot is outside the
-    /// table or already holds a binding (a forward entry is trusted on its own at lookup, so
-    /// a second key for one slot would outlive its reverse entry); the caller then ends the
-    /// batch with [`abandon_scratch`](Self::abandon_scratch), which releases what was not
-    /// published.
+    /// table or already holds a binding (a slot's reverse entry holds the key of the one
+    /// forward entry that names it: a second key would take it from the first); the caller
+    /// then ends the batch with [`abandon_scratch`](Self::abandon_scratch), which releases
+    /// what was not published.
     #[must_use]
     pub(crate) fn publish_scratch(
         &mut self,
@@ -1213,9 +1226,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             }
             _ => return false,
         }
-        let e = &mut self.entries[i];
-        e.incarnation = entity.incarnation();
-        e.kind = kind.0;
+        self.entries[i].slot = entity.slot();
         true
     }
 
@@ -1235,11 +1246,21 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 }
             }
         }
-        self.finish_scratch(published);
+        self.close_scratch(published);
     }
 
     /// Completes a duplication that published `k` reserved keys: one revision.
     pub(crate) fn finish_scratch(&mut self, k: usize) {
+        if k != self.scratch.len() {
+            // Not every key published: release the rest (a reservation's key lives in
+            // `scratch`, so none may outlive it).
+            return self.abandon_scratch();
+        }
+        self.close_scratch(k);
+    }
+
+    /// Ends a reservation batch of which `k` keys were published (and the rest released).
+    fn close_scratch(&mut self, k: usize) {
         self.len += k;
         if k > 0 {
             self.revision += 1;
@@ -1343,8 +1364,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// [`lookup_batch`](Self::lookup_batch) as a software pipeline, whatever the table's size
     /// (`out` at least as long as `keys`): key `i + TAG_AHEAD` is hashed and its control bytes
-    /// asked for, key `i + MATCH_AHEAD` is matched against them and its entry asked for, and
-    /// key `i` is confirmed.
+    /// asked for, key `i + MATCH_AHEAD` is matched against them and its forward entry asked
+    /// for, key `i + SLOT_AHEAD` reads that entry and asks for the reverse entry it names, and
+    /// key `i` is confirmed there.
     fn lookup_passes<B: Allocator + Clone, const ATTACHED: bool>(
         &self,
         registry: &EntityRegistry<B>,
@@ -1353,11 +1375,14 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     ) -> usize {
         const RING: usize = 2 * LOOKUP_BATCH;
         const TAG_AHEAD: usize = LOOKUP_BATCH;
-        const MATCH_AHEAD: usize = LOOKUP_BATCH / 2;
+        const MATCH_AHEAD: usize = LOOKUP_BATCH * 3 / 4;
+        const SLOT_AHEAD: usize = LOOKUP_BATCH / 2;
         let mut tags = [0u64; RING];
         // The first entry of a key's probe sequence whose control byte matches (`usize::MAX`:
-        // none).
+        // none), then the slot that entry names when its hash's high half matches too
+        // (`u32::MAX`: none, or a reservation's).
         let mut at = [usize::MAX; RING];
+        let mut slots = [u32::MAX; RING];
         let n = keys.len();
         let mut found = 0;
         let limit = self.live_limit::<B, ATTACHED>(registry);
@@ -1370,16 +1395,30 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             let a = self.first_match(tags[j % RING]);
             at[j % RING] = a;
             if let Some(e) = self.entries.get(a) {
-                // Both ends: an entry may straddle two lines.
                 crate::hint::prefetch(e);
-                crate::hint::prefetch(&e.home);
             }
+        };
+        let slot = |slots: &mut [u32; RING], at: &[usize; RING], tags: &[u64; RING], j: usize| {
+            slots[j % RING] = match self.entries.get(at[j % RING]) {
+                Some(e) if e.home == (tags[j % RING] >> 32) as u32 => {
+                    if let Some(r) = self.reverse.get(e.slot as usize) {
+                        // Both ends: a reverse entry may straddle two lines.
+                        crate::hint::prefetch(r);
+                        crate::hint::prefetch(&r.key.object[1]);
+                    }
+                    e.slot
+                }
+                _ => u32::MAX,
+            };
         };
         for j in 0..n.min(TAG_AHEAD) {
             hash(&mut tags, j);
         }
         for j in 0..n.min(MATCH_AHEAD) {
             first(&mut at, &tags, j);
+        }
+        for j in 0..n.min(SLOT_AHEAD) {
+            slot(&mut slots, &at, &tags, j);
         }
         for (i, (key, o)) in keys.iter().zip(out.iter_mut()).enumerate() {
             if i + TAG_AHEAD < n {
@@ -1388,21 +1427,29 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             if i + MATCH_AHEAD < n {
                 first(&mut at, &tags, i + MATCH_AHEAD);
             }
-            *o = match self.entries.get(at[i % RING]) {
-                None => None,
-                Some(e) if e.key == words(key) => {
-                    let id = self.entity_at(e);
-                    if ATTACHED {
-                        // One compare (see `is_live_binding`): checked here.
-                        Self::live_below(registry, limit, e.slot(), id).then_some(id)
-                    } else {
-                        // The registry's entry is read after the pipeline.
-                        registry.prefetch_slot(e.slot());
-                        Some(id)
+            if i + SLOT_AHEAD < n {
+                slot(&mut slots, &at, &tags, i + SLOT_AHEAD);
+            }
+            *o = if at[i % RING] == usize::MAX {
+                None
+            } else {
+                let s = slots[i % RING];
+                match self.reverse.get(s as usize) {
+                    Some(r) if r.key == words(key) => {
+                        let id = self.entity_at(s, r);
+                        if ATTACHED {
+                            // One compare (see `is_live_binding`): checked here.
+                            Self::live_below(registry, limit, s, id).then_some(id)
+                        } else {
+                            // The registry's entry is read after the pipeline.
+                            registry.prefetch_slot(s);
+                            Some(id)
+                        }
                     }
+                    // A false match (control byte, hash or key), or a reservation: the whole
+                    // probe decides.
+                    _ => self.lookup_limited(registry, key, limit).map(|(e, _)| e),
                 }
-                // A false match of control bytes: the whole probe decides.
-                Some(_) => self.lookup_limited(registry, key, limit).map(|(e, _)| e),
             };
             if ATTACHED {
                 found += usize::from(o.is_some());
@@ -1476,9 +1523,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         limit: usize,
     ) -> Option<(EntityId, BindingKind)> {
         // A reservation is never live: its slot lies beyond every slot.
-        let b = self.find(&words(key))?;
-        let e = self.entity_at(b);
-        Self::live_below(registry, limit, b.slot(), e).then_some((e, BindingKind(b.kind)))
+        let (slot, r) = self.find(&words(key))?;
+        let e = self.entity_at(slot, r);
+        Self::live_below(registry, limit, slot, e).then_some((e, BindingKind(r.kind)))
     }
 
     /// Whether the binding found for `e` (at `slot`) names a live entity of `registry`.
@@ -1637,7 +1684,8 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         }
         let w = words(key);
         if let Probe::Found(i) = self.probe(&w) {
-            if !registry.is_alive(self.entity_at(self.entry(i))) {
+            // A reservation is no binding: left to its duplication.
+            if self.bound_at(i).is_some_and(|e| !registry.is_alive(e)) {
                 self.unbind_key(&w);
                 self.stats.stale_dropped += 1;
                 self.revision += 1;
@@ -1702,11 +1750,10 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             let Some(r) = self.reverse.get(b.slot() as usize) else {
                 return false;
             };
-            let tag = self.tag(&b.key);
+            let tag = self.tag(&r.key);
+            // Reachable from its key at this very entry: no two entries name one slot.
             let reachable = matches!(self.probe(&r.key), Probe::Found(j) if j == i);
-            if r.generation != b.generation()
-                || r.key != b.key
-                || r.kind != b.kind
+            if r.generation == 0
                 || self.control(i) != h2(tag)
                 || b.home != (tag >> 32) as u32
                 || !reachable
@@ -1743,6 +1790,55 @@ mod tests {
         let es = (0..n).map(|_| reg.try_create().unwrap()).collect();
         let table = WorldBindingTable::try_new(&reg, n).unwrap();
         (reg, table, es)
+    }
+
+    /// Keys whose whole hash is equal (a secret whose halves make swapped words collide) are
+    /// told apart by the whole key: each resolves to its own entity, in one batch and key by
+    /// key, and a removal leaves the others found.
+    #[test]
+    fn a_full_hash_collision_is_told_apart_by_the_whole_key() {
+        let (reg, mut t, es) = setup(64);
+        t.secret = [5, 5, 9, 9];
+        t.raw = true;
+        let w = words(&key(3, 4));
+        let swap = |w: Words, instance: bool, object: bool| {
+            let [i0, i1] = w.instance;
+            let [o0, o1] = w.object;
+            Words {
+                instance: if instance { [i1, i0] } else { [i0, i1] },
+                object: if object { [o1, o0] } else { [o0, o1] },
+            }
+        };
+        let keys: std::vec::Vec<PersistentObjectKey> =
+            [(false, false), (true, false), (false, true), (true, true)]
+                .iter()
+                .map(|&(i, o)| key_of(&swap(w, i, o)))
+                .collect();
+        assert!(keys.iter().all(|k| t.tag(&words(k)) == t.tag(&w)));
+        let batch: std::vec::Vec<_> = keys
+            .iter()
+            .zip(&es)
+            .map(|(&k, &e)| Activation::new(e, k))
+            .collect();
+        t.try_activate(&reg, &batch).unwrap();
+        for (k, &e) in keys.iter().zip(&es) {
+            assert_eq!(t.lookup(&reg, k).map(|(e, _)| e), Some(e));
+        }
+        let mut out = std::vec![None; 4];
+        assert_eq!(t.lookup_passes::<_, false>(&reg, &keys, &mut out), 4);
+        assert_eq!(
+            out,
+            es[..4]
+                .iter()
+                .map(|&e| Some(e))
+                .collect::<std::vec::Vec<_>>()
+        );
+        assert_eq!(t.detach(es[1]), Some(keys[1]));
+        assert!(t.check_consistent());
+        for (j, k) in keys.iter().enumerate() {
+            let want = (j != 1).then_some(es[j]);
+            assert_eq!(t.lookup(&reg, k).map(|(e, _)| e), want);
+        }
     }
 
     /// The group masks the table uses (SSE2 where the build has it) equal the portable byte
@@ -1958,9 +2054,10 @@ mod tests {
         assert_eq!(found, attached.iter().flatten().count());
         assert_eq!(queries[7], key(1, 10_000));
         assert_eq!((out[7], attached[7]), (None, None), "the reserved key");
+        assert!(t.contains_key(&queries[7]), "reserved, so in the table");
         assert!(
-            t.find(&words(&queries[7])).is_some(),
-            "reserved, so in the table"
+            t.find(&words(&queries[7])).is_none(),
+            "and bound to nothing"
         );
         for a in &pairs {
             assert_eq!(t.lookup(&reg, &a.key).map(|(e, _)| e), Some(a.entity));

@@ -88,23 +88,6 @@ impl<Tag: HandleTag> Handle<Tag> {
         }
     }
 
-    /// A handle of `owner` whose incarnation word is `incarnation` (`slot | generation <<
-    /// 32`, what [`incarnation`](Self::incarnation) returns).
-    #[inline(always)]
-    pub(crate) const fn from_incarnation(owner: u64, incarnation: u64) -> Self {
-        Self {
-            owner,
-            incarnation,
-            _tag: PhantomData,
-        }
-    }
-
-    /// The slot and generation as one word: `slot | generation << 32`.
-    #[inline(always)]
-    pub(crate) const fn incarnation(self) -> u64 {
-        self.incarnation
-    }
-
     /// Owner token of the registry lifetime that issued the handle.
     #[inline(always)]
     pub const fn owner(self) -> u64 {
