@@ -310,13 +310,6 @@ struct Entry {
     home: u32,
 }
 
-impl Entry {
-    #[inline(always)]
-    fn slot(&self) -> u32 {
-        self.slot
-    }
-}
-
 const VACANT: Entry = Entry { slot: 0, home: 0 };
 
 /// Entries per group (one 16-byte load of control bytes).
@@ -852,7 +845,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
 
     /// Removes the binding of key `w`, found at entry `i` (forward and reverse).
     fn unbind_at(&mut self, i: usize, w: &Words) {
-        let slot = self.entry(i).slot() as usize;
+        let slot = self.entry(i).slot as usize;
         self.remove_entry(i);
         // The reverse entry is this key's (a slot's entry names the key it binds).
         if let Some(r) = self.reverse.get_mut(slot).filter(|r| r.key == *w) {
@@ -970,10 +963,9 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 Probe::Found(i) => {
                     // A reservation (its slot is past every slot): counted nowhere, and its
                     // duplication will publish or release it; never dropped as stale here.
-                    if self.entry(i).slot() as usize >= self.reverse.len() {
+                    let Some(existing) = self.bound_at(i) else {
                         return Err(CandidateRejection::KeyReserved);
-                    }
-                    let existing = self.bound_at(i).unwrap_or(EntityId::NULL);
+                    };
                     if !registry.is_alive(existing) {
                         // Stale: drop it (a removal: the revision advances) and probe again
                         // (the shift may have moved the gap). Each turn removes an entry, so
@@ -1177,7 +1169,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
     pub(crate) fn scratch_intact(&self) -> bool {
         self.scratch.iter().enumerate().all(|(k, &(_, i))| {
             let i = i as usize;
-            i < self.entries.len() && self.is_full(i) && self.entry(i).slot() == u32::MAX - k as u32
+            i < self.entries.len() && self.is_full(i) && self.entry(i).slot == u32::MAX - k as u32
         })
     }
 
@@ -1210,9 +1202,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         // The reservation's entry, where `reserve` put it (see `scratch`); checked all the
         // same, so that a misuse publishes nothing rather than the wrong entry.
         let i = i as usize;
-        if self.entries.len() <= i
-            || !self.is_full(i)
-            || self.entry(i).slot() != u32::MAX - k as u32
+        if self.entries.len() <= i || !self.is_full(i) || self.entry(i).slot != u32::MAX - k as u32
         {
             return false;
         }
@@ -1239,7 +1229,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         for k in 0..self.scratch.len() {
             let w = self.scratch[k].0;
             if let Probe::Found(i) = self.probe(&w) {
-                if self.entry(i).slot() == u32::MAX - k as u32 {
+                if self.entry(i).slot == u32::MAX - k as u32 {
                     self.remove_entry(i);
                 } else {
                     published += 1;
@@ -1752,7 +1742,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             }
             let b = *self.entry(i);
             forward += 1;
-            let Some(r) = self.reverse.get(b.slot() as usize) else {
+            let Some(r) = self.reverse.get(b.slot as usize) else {
                 return false;
             };
             let tag = self.tag(&r.key);
