@@ -263,9 +263,9 @@ where
     let first = outside.iter().map(|&(rank, _)| rank).min();
     outside.retain(|&(rank, _)| Some(rank) == first);
     // Pass 3, in UUID order, straight into the output: the uuid, label and name of each
-    // entity, then its components from the columns. The slot tables and the names are read
-    // out of order, so they are prefetched ahead (the tables `2 * PREFETCH` entities ahead,
-    // the name bytes they point at `PREFETCH` ahead).
+    // entity, then its components from the columns. The slots' rows and the names are read
+    // out of order, so they are prefetched ahead (the rows `2 * PREFETCH` entities ahead, the
+    // name bytes they point at `PREFETCH` ahead).
     let mut out =
         Vec::with_capacity(128 + schema.len() + 2 * name_bytes + keyed.len() * ROW_BYTES_GUESS);
     out.extend_from_slice(if parented {
@@ -408,15 +408,11 @@ const ROW_BYTES_GUESS: usize = 256;
 /// The saved entities, by slot: every table covers the registry's created slots (sized once,
 /// before pass 1 writes them front to back).
 struct Saved<'w> {
-    /// Each saved slot's UUID, as its big-endian integer (integer order is byte order): pass 2
-    /// turns a link into its target's UUID with one read.
-    objects: Vec<u128>,
+    /// Each saved slot's row: what pass 3 reads of it, out of slot order, in one place.
+    rows: Vec<Row<'w>>,
     /// `(generation << 32) | (rank + 1)`, where the rank is the index in UUID order; 0 for a
     /// slot not saved.
     ranks: Vec<u64>,
-    names: Vec<&'w str>,
-    /// Each saved slot's label candidate: its stored label, else its name.
-    texts: Vec<&'w str>,
     /// One bit per slot: its candidate is its label (else its UUID is).
     labels: Vec<u64>,
     /// One bit per slot: its candidate is a stored label (never replaced: a repeat refuses).
@@ -425,16 +421,34 @@ struct Saved<'w> {
     plain: Vec<u64>,
 }
 
+/// A saved slot's UUID, name and label candidate: one row (48 bytes on 64-bit targets), so
+/// pass 3, which reads slots out of order, asks for one or two lines per entity, not for an
+/// entry of each of three tables.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Row<'w> {
+    /// The UUID, as its big-endian integer (integer order is byte order): pass 2 turns a link
+    /// into its target's UUID with one read.
+    object: u128,
+    name: &'w str,
+    /// The label candidate: the stored label, else the name.
+    text: &'w str,
+}
+
+const NO_ROW: Row<'static> = Row {
+    object: 0,
+    name: "",
+    text: "",
+};
+
 impl<'w> Saved<'w> {
     /// Tables for slots `0..slots` (every live entity's slot is below the registry's created
     /// slots), so that `push` never grows them.
     fn with_slots(slots: usize) -> Self {
         let words = slots.div_ceil(64);
         Self {
-            objects: vec![0; slots],
+            rows: vec![NO_ROW; slots],
             ranks: vec![0; slots],
-            names: vec![""; slots],
-            texts: vec![""; slots],
             labels: vec![0; words],
             stored: vec![0; words],
             plain: vec![0; words],
@@ -446,10 +460,8 @@ impl<'w> Saved<'w> {
     /// be its label.
     fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, text: &'w str) {
         let at = slot as usize;
-        self.objects[at] = object;
+        self.rows[at] = Row { object, name, text };
         self.ranks[at] = u64::from(generation) << 32;
-        self.names[at] = name;
-        self.texts[at] = text;
         let stored = !core::ptr::eq(text, name) && !text.is_empty();
         let plain = is_legacy_id(name);
         let (word, bit) = (at / 64, 1u64 << (slot % 64));
@@ -472,7 +484,7 @@ impl<'w> Saved<'w> {
     /// The label candidate of a saved slot.
     #[inline(always)]
     fn text(&self, slot: u32) -> &'w str {
-        self.texts[slot as usize]
+        self.rows[slot as usize].text
     }
 
     /// Whether a saved slot's candidate is a stored label.
@@ -500,12 +512,12 @@ impl<'w> Saved<'w> {
     /// The UUID of a saved slot.
     #[inline(always)]
     fn key(&self, slot: u32) -> u128 {
-        self.objects[slot as usize]
+        self.rows[slot as usize].object
     }
 
     #[inline(always)]
     fn name(&self, slot: u32) -> &'w str {
-        self.names[slot as usize]
+        self.rows[slot as usize].name
     }
 
     #[inline(always)]
@@ -535,15 +547,13 @@ impl<'w> Saved<'w> {
         ((e >> 32) as u32 == generation && e as u32 != 0).then(|| (e as u32 - 1) as usize)
     }
 
-    /// Asks for the table entries of `slot` that pass 3 reads.
+    /// Asks for the row of `slot`: its first and last field, each within one line (16-byte
+    /// fields at 16-byte offsets), so both lines of a row that straddles two.
     #[inline(always)]
     fn prefetch_slot(&self, slot: u32) {
-        if let (Some(o), Some(n)) = (
-            self.objects.get(slot as usize),
-            self.names.get(slot as usize),
-        ) {
-            prefetch(o);
-            prefetch(n);
+        if let Some(row) = self.rows.get(slot as usize) {
+            prefetch(&row.object);
+            prefetch(&row.text);
         }
     }
 
