@@ -203,9 +203,9 @@ where
             continue;
         }
         parented |= hierarchy.parent(slot).is_some();
-        let name = hierarchy.name(slot);
+        let (name, label) = hierarchy.name_and_label(slot);
         name_bytes += name.len();
-        let text = match hierarchy.label(slot) {
+        let text = match label {
             "" => name,
             stored => stored,
         };

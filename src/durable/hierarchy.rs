@@ -254,6 +254,25 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         }
     }
 
+    /// [`name`](Self::name) and [`label`](Self::label) of the (caller-validated) slot, read
+    /// together: one node read and one UTF-8 check of both (they lie side by side in the
+    /// arena).
+    pub(crate) fn name_and_label(&self, slot: u32) -> (&str, &str) {
+        let Some(n) = self.node(slot).filter(|n| n.record_len() > 0) else {
+            return ("", "");
+        };
+        let at = n.name_at as usize;
+        let both = self
+            .names
+            .get(at..at + n.len() + n.label_len())
+            .unwrap_or(&[]);
+        match core::str::from_utf8(both).map(|t| t.split_at_checked(n.len())) {
+            Ok(Some(pair)) if !both.is_empty() => pair,
+            // Not valid as a whole: each is checked alone (as `name` and `label` read them).
+            _ => (self.name(slot), self.label(slot)),
+        }
+    }
+
     /// The parent link of a slot: its slot and generation.
     pub(crate) fn parent(&self, slot: u32) -> Option<(u32, u32)> {
         let n = self.node(slot)?;
@@ -699,5 +718,32 @@ mod tests {
             ("0123456789", "klmnopqrst", "")
         );
         assert_eq!(h.name_bytes_live(), 32);
+    }
+
+    #[test]
+    fn name_and_label_read_as_each_alone() {
+        let mut h = Hierarchy::try_new_in(6, 256, Global).unwrap();
+        h.set_name(0, "größe").unwrap();
+        h.set_label(0, "lbl_0").unwrap();
+        h.set_label(1, "only_label").unwrap();
+        h.set_name(2, "名前").unwrap();
+        h.set_name(3, "x").unwrap();
+        h.set_label(3, "x").unwrap();
+        h.set_name(3, "").unwrap(); // the label stays
+        h.set_name(4, "gone").unwrap();
+        h.set_name(4, "").unwrap(); // compaction moves the others
+        h.set_name(5, "é").unwrap();
+        for slot in 0..6 {
+            assert_eq!(
+                h.name_and_label(slot),
+                (h.name(slot), h.label(slot)),
+                "slot {slot}"
+            );
+        }
+        assert_eq!(h.name_and_label(0), ("größe", "lbl_0"));
+        assert_eq!(h.name_and_label(1), ("", "only_label"));
+        assert_eq!(h.name_and_label(3), ("", "x"));
+        assert_eq!(h.name_and_label(4), ("", ""));
+        assert_eq!(h.name_and_label(9), ("", ""));
     }
 }
