@@ -63,8 +63,8 @@ fn escape(out: &mut Vec<u8>, s: &str) -> bool {
     }
 }
 
-/// A member's written key (`"name"` or `"name":`): up to 16 bytes are appended with one
-/// fixed-size copy, longer ones as a slice.
+/// A member's written key (`"name":`, or `,"name":` after another member): up to 16 bytes are
+/// appended with one fixed-size copy, longer ones as a slice.
 #[derive(Debug, Clone)]
 pub(crate) struct Key {
     short: [u8; 16],
@@ -187,7 +187,8 @@ fn id(s: &'static str) -> StrId {
 }
 
 /// The members a struct's `Serialize` gave the first time it was written, when none needed an
-/// escape: their names (by address), written keys (`"name"`), and their sorted order.
+/// escape: their names (by address), written keys (`"name":`, after a comma past the first),
+/// and their sorted order.
 /// A later value of the same struct whose members come by the same addresses, in the same
 /// order, skips the escape scan and the sort; any other member sequence takes the
 /// general path, so a shape is only ever a shortcut to what that path would write.
@@ -195,7 +196,8 @@ fn id(s: &'static str) -> StrId {
 struct Shape {
     name: StrId,
     fields: Vec<StrId>,
-    /// Member `i`'s quoted name.
+    /// What member `i` writes before its value: `"name":`, with a leading `,` for every member
+    /// but the first.
     keys: Vec<Key>,
     /// The members' sorted order; empty when they come sorted.
     order: Vec<usize>,
@@ -379,13 +381,10 @@ impl<'a> Members<'a> {
             let i = frame.count as usize;
             if shape.fields.get(i) == Some(&id(name)) {
                 frame.count += 1;
-                if i != 0 {
-                    out.push(b',');
-                }
-                let start = out.len();
+                // The quoted name starts past the comma and ends before the colon.
+                let start = out.len() + usize::from(i != 0);
                 shape.keys[i].write(out);
-                let key_end = out.len();
-                out.push(b':');
+                let key_end = out.len() - 1;
                 nested(self.ctx, value)?;
                 let end = self.ctx.out.len();
                 self.ctx.spans.push(Span {
@@ -501,9 +500,12 @@ impl<'a> Members<'a> {
                     .and_then(<[_]>::split_first)
                 {
                     if !frame.escaped && fields.len() == members.len() {
+                        // Each member's comma (past the first), quoted name and colon, as
+                        // `member` wrote them.
                         let keys = members
                             .iter()
-                            .map(|s| Key::new(&out[s.start..s.key_end]))
+                            .enumerate()
+                            .map(|(i, s)| Key::new(&out[s.start - usize::from(i != 0)..=s.key_end]))
                             .collect();
                         shapes.push(Shape {
                             name: id(name),
@@ -520,15 +522,20 @@ impl<'a> Members<'a> {
             learning.truncate(frame.learn as usize);
         }
         if !order.is_empty() {
+            // The members tile the body (`m0,m1,…`): reordered, they fill it again exactly.
+            let body = &mut out[frame.open..];
             scratch.clear();
-            scratch.extend_from_slice(&out[frame.open..]);
-            out.truncate(frame.open);
+            scratch.extend_from_slice(body);
+            let mut at = 0;
             for (i, &k) in order.iter().enumerate() {
                 let Span { start, end, .. } = &members[k];
                 if i != 0 {
-                    out.push(b',');
+                    body[at] = b',';
+                    at += 1;
                 }
-                out.extend_from_slice(&scratch[start - frame.open..end - frame.open]);
+                let member = &scratch[start - frame.open..end - frame.open];
+                body[at..at + member.len()].copy_from_slice(member);
+                at += member.len();
             }
         }
         spans.truncate(frame.base);

@@ -176,14 +176,16 @@ where
     }
     let mut order: Vec<usize> = (0..W::NAMES.len()).collect();
     order.sort_by_key(|&k| W::NAMES[k]);
-    // Each component's written key (`"name":`), once.
-    let keys: Vec<Key> = W::NAMES
+    // Each component's written key, once: `"name":` as an entity's first component, and
+    // `,"name":` after another.
+    let keys: Vec<[Key; 2]> = W::NAMES
         .iter()
         .map(|n| {
-            let mut k = Vec::with_capacity(n.len() + 3);
+            let mut k = Vec::with_capacity(n.len() + 4);
+            k.push(b',');
             canonical::string(&mut k, n);
             k.push(b':');
-            Key::new(&k)
+            [Key::new(&k[1..]), Key::new(&k)]
         })
         .collect();
     // Pass 1, in slot order (the binding table and the names are read front to back): by
@@ -278,6 +280,11 @@ where
     push_uuid(&mut out, &document.as_uuid());
     out.extend_from_slice(b"\",\n  \"entities\": [");
     let mut text = [0u8; UUID_TEXT_LEN];
+    // An entity's first bytes, its UUID written in place: `,` (skipped for the first entity),
+    // the line break and indent, `{"uuid":"<uuid>","label":"`.
+    let mut head = *b",\n    {\"uuid\":\"________-____-____-____-____________\",\"label\":\"";
+    // `","label":"` follows the UUID.
+    let uuid_at = head.len() - UUID_TEXT_LEN - 11;
     let mut ctx = Ctx::new(out);
     for (rank, &v) in keyed.iter().enumerate() {
         if let Some(&far) = keyed.get(rank + 2 * PREFETCH) {
@@ -290,27 +297,24 @@ where
         let (object, name, label) = (saved.key(slot), saved.name(slot), saved.label(slot));
         let text_of_label = saved.text(slot);
         let out = ctx.out();
-        format_uuid(&Uuid::from_u128(object), &mut text);
-        out.extend_from_slice(if rank == 0 {
-            b"\n    {\"uuid\":\""
-        } else {
-            b",\n    {\"uuid\":\""
-        });
-        out.extend_from_slice(&text); // a fixed-size copy
-        out.extend_from_slice(b"\",\"label\":\"");
-        // A legacy id needs no escape.
+        let uuid =
+            <&mut [u8; UUID_TEXT_LEN]>::try_from(&mut head[uuid_at..uuid_at + UUID_TEXT_LEN])
+                .expect("the head holds a UUID's text");
+        format_uuid(&Uuid::from_u128(object), uuid);
+        out.extend_from_slice(&head[usize::from(rank == 0)..]); // a fixed-size copy
+                                                                // A legacy id needs no escape.
         if label {
             out.extend_from_slice(text_of_label.as_bytes());
         } else {
-            out.extend_from_slice(&text);
+            out.extend_from_slice(&head[uuid_at..uuid_at + UUID_TEXT_LEN]);
         }
-        out.extend_from_slice(b"\",\"name\":");
         // A legacy-id name needs no escape either.
         if saved.is_plain(slot) {
-            out.push(b'"');
+            out.extend_from_slice(b"\",\"name\":\"");
             out.extend_from_slice(name.as_bytes());
             out.push(b'"');
         } else {
+            out.extend_from_slice(b"\",\"name\":");
             canonical::string(out, name);
         }
         if parented {
@@ -816,8 +820,8 @@ struct SaveComponents<'a> {
     /// The (rank, component) pairs with a link outside the saved scope, of one rank at most.
     outside: &'a [(usize, usize)],
     names: &'static [&'static str],
-    /// Each component's written key, by roster index.
-    keys: &'a [Key],
+    /// Each component's written keys (first, after another), by roster index.
+    keys: &'a [[Key; 2]],
     /// The writer, holding the output.
     ctx: &'a mut Ctx,
     any: bool,
@@ -842,10 +846,7 @@ impl RecordVisitor for SaveComponents<'_> {
         }
         let out = self.ctx.out();
         let mark = out.len();
-        if self.any {
-            out.push(b',');
-        }
-        self.keys[index].write(out);
+        self.keys[index][usize::from(self.any)].write(out);
         if let Err(e) = self.ctx.value(&copy) {
             self.ctx.out().truncate(mark);
             self.result = Err(SaveError::Component {
