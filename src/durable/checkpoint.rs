@@ -874,7 +874,7 @@ fn write_canonical<W: PersistentOps>(
         out.extend_from_slice(&head);
         // Name, parent and position.
         let slot = u32::from_le_bytes(staged[slot_at..slot_at + 4].try_into().unwrap_or_default());
-        let (name, label) = hierarchy.name_and_label(slot);
+        let (name, label) = (hierarchy.name(slot), hierarchy.label(slot));
         out.extend_from_slice(&len32(name.len()));
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(&len32(label.len()));

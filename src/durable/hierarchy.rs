@@ -257,6 +257,7 @@ impl<A: Allocator + Clone> Hierarchy<A> {
     /// [`name`](Self::name) and [`label`](Self::label) of the (caller-validated) slot, read
     /// together: one node read and one UTF-8 check of both (they lie side by side in the
     /// arena).
+    #[inline(always)]
     pub(crate) fn name_and_label(&self, slot: u32) -> (&str, &str) {
         let Some(n) = self.node(slot).filter(|n| n.record_len() > 0) else {
             return ("", "");
@@ -268,9 +269,15 @@ impl<A: Allocator + Clone> Hierarchy<A> {
             .unwrap_or(&[]);
         match core::str::from_utf8(both).map(|t| t.split_at_checked(n.len())) {
             Ok(Some(pair)) if !both.is_empty() => pair,
-            // Not valid as a whole: each is checked alone (as `name` and `label` read them).
-            _ => (self.name(slot), self.label(slot)),
+            _ => self.name_and_label_apart(slot),
         }
+    }
+
+    /// [`name_and_label`](Self::name_and_label) of a record that is not valid UTF-8 as a
+    /// whole: each checked alone (as `name` and `label` read them).
+    #[cold]
+    fn name_and_label_apart(&self, slot: u32) -> (&str, &str) {
+        (self.name(slot), self.label(slot))
     }
 
     /// The parent link of a slot: its slot and generation.
