@@ -30,7 +30,7 @@ use crate::buckets::{sort_by_high32, sort_ties};
 use crate::durable::{DurableError, DurableOps};
 use crate::hint::{prefetch, prefetch_bytes};
 use crate::identity::{
-    format_uuid, is_legacy_id, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
+    format_uuid, is_legacy_id_bytes, AssetId, InstanceId, SourceObjectId, UUID_TEXT_LEN,
 };
 use crate::world::roster::PoolsRefList;
 use crate::world::store::component::{self, Component};
@@ -205,16 +205,17 @@ where
             continue;
         }
         parented |= hierarchy.parent(slot).is_some();
-        let (name, label) = hierarchy.name_and_label(slot);
+        let (name, label) = hierarchy.name_and_label_bytes(slot);
+        let (name, plain) = text_or_empty(name);
         name_bytes += name.len();
-        let text = match label {
-            "" => name,
-            stored => stored,
+        let text = match text_or_empty(label) {
+            (b"", _) => name,
+            (stored, _) => stored,
         };
-        saved.push(slot, generation, object, name, text);
+        saved.push(slot, generation, object, (name, plain), text);
         keyed.push(sort_key(object, slot));
         if saved.label(slot) {
-            named.push(u64::from(name_hash(text.as_bytes())) << 32 | u64::from(slot));
+            named.push(u64::from(name_hash(text)) << 32 | u64::from(slot));
         }
     }
     // The canonical order: the UUIDs' top 32 bits, ties by the whole UUID.
@@ -291,7 +292,7 @@ where
             saved.prefetch_slot(far as u32);
         }
         if let Some(&ahead) = keyed.get(rank + PREFETCH) {
-            prefetch_bytes(saved.name(ahead as u32).as_bytes());
+            prefetch_bytes(saved.name(ahead as u32));
         }
         let slot = v as u32;
         let (object, name, label) = (saved.key(slot), saved.name(slot), saved.label(slot));
@@ -304,18 +305,19 @@ where
         out.extend_from_slice(&head[usize::from(rank == 0)..]); // a fixed-size copy
                                                                 // A legacy id needs no escape.
         if label {
-            out.extend_from_slice(text_of_label.as_bytes());
+            out.extend_from_slice(text_of_label);
         } else {
             out.extend_from_slice(&head[uuid_at..uuid_at + UUID_TEXT_LEN]);
         }
         // A legacy-id name needs no escape either.
         if saved.is_plain(slot) {
             out.extend_from_slice(b"\",\"name\":\"");
-            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(name);
             out.push(b'"');
         } else {
             out.extend_from_slice(b"\",\"name\":");
-            canonical::string(out, name);
+            // UTF-8: checked in pass 1.
+            canonical::string(out, core::str::from_utf8(name).unwrap_or_default());
         }
         if parented {
             out.extend_from_slice(b",\"parent\":\"");
@@ -434,16 +436,31 @@ struct Row<'w> {
     /// The UUID, as its big-endian integer (integer order is byte order): pass 2 turns a link
     /// into its target's UUID with one read.
     object: u128,
-    name: &'w str,
+    /// The name's bytes (UTF-8: [`text_or_empty`]).
+    name: &'w [u8],
     /// The label candidate: the stored label, else the name.
-    text: &'w str,
+    text: &'w [u8],
 }
 
 const NO_ROW: Row<'static> = Row {
     object: 0,
-    name: "",
-    text: "",
+    name: b"",
+    text: b"",
 };
+
+/// Bytes read from the name arena as text: themselves when they are a legacy id (ASCII, with
+/// no check beyond the rule's own scan) or UTF-8, else nothing (as the hierarchy's `name` and
+/// `label` read them); and whether they are a legacy id.
+#[inline(always)]
+fn text_or_empty(bytes: &[u8]) -> (&[u8], bool) {
+    if is_legacy_id_bytes(bytes) {
+        (bytes, true)
+    } else if core::str::from_utf8(bytes).is_ok() {
+        (bytes, false)
+    } else {
+        (b"", false)
+    }
+}
 
 impl<'w> Saved<'w> {
     /// Tables for slots `0..slots` (every live entity's slot is below the registry's created
@@ -462,12 +479,18 @@ impl<'w> Saved<'w> {
     /// Adds a saved slot (below the tables' length: a live entity's, `with_slots`): its name,
     /// and its label candidate `text` (`stored`: the world's label; else the name) when it may
     /// be its label.
-    fn push(&mut self, slot: u32, generation: u32, object: u128, name: &'w str, text: &'w str) {
+    fn push(
+        &mut self,
+        slot: u32,
+        generation: u32,
+        object: u128,
+        (name, plain): (&'w [u8], bool),
+        text: &'w [u8],
+    ) {
         let at = slot as usize;
         self.rows[at] = Row { object, name, text };
         self.ranks[at] = u64::from(generation) << 32;
         let stored = !core::ptr::eq(text, name) && !text.is_empty();
-        let plain = is_legacy_id(name);
         let (word, bit) = (at / 64, 1u64 << (slot % 64));
         for (set, on) in [(&mut self.stored, stored), (&mut self.plain, plain)] {
             if on {
@@ -487,7 +510,7 @@ impl<'w> Saved<'w> {
 
     /// The label candidate of a saved slot.
     #[inline(always)]
-    fn text(&self, slot: u32) -> &'w str {
+    fn text(&self, slot: u32) -> &'w [u8] {
         self.rows[slot as usize].text
     }
 
@@ -520,7 +543,7 @@ impl<'w> Saved<'w> {
     }
 
     #[inline(always)]
-    fn name(&self, slot: u32) -> &'w str {
+    fn name(&self, slot: u32) -> &'w [u8] {
         self.rows[slot as usize].name
     }
 
@@ -603,10 +626,19 @@ fn settle_labels(
     mut named: Vec<u64>,
     labels: Labels,
 ) -> Result<(), SaveError> {
+    // Candidates as long as a UUID's text, in slot order (`named` is, until it is sorted): a
+    // derived one that spells a saved UUID is dropped now; a stored one is checked once the
+    // repeats are settled (below).
+    let mut spelling = Vec::new();
     for &v in &named {
         let slot = v as u32;
-        if !saved.is_stored(slot) && saved.text(slot).len() == UUID_TEXT_LEN {
-            let spelled = saved.text(slot).parse::<Uuid>().ok();
+        if saved.text(slot).len() != UUID_TEXT_LEN {
+            continue;
+        }
+        if saved.is_stored(slot) {
+            spelling.push(slot);
+        } else {
+            let spelled = Uuid::try_parse_ascii(saved.text(slot)).ok();
             if spelled.is_some_and(|u| saved.contains(keyed, u.as_u128())) {
                 saved.set_label(slot, false);
             }
@@ -617,7 +649,7 @@ fn settle_labels(
     sort_ties(&mut named, |a, b| order(a).cmp(&order(b)));
     let repeated = |saved: &Saved<'_>, slot: u32| SaveError::RepeatedLabel {
         entity: object_id(saved.key(slot)),
-        label: saved.text(slot).to_owned(),
+        label: String::from_utf8_lossy(saved.text(slot)).into_owned(),
     };
     for w in 1..named.len() {
         let (a, b) = (named[w - 1] as u32, named[w] as u32);
@@ -630,16 +662,15 @@ fn settle_labels(
     }
     // A stored label that spells another saved entity's UUID, where that entity's label is
     // its UUID.
-    for &v in &named {
-        let slot = v as u32;
-        if saved.is_stored(slot) && saved.text(slot).len() == UUID_TEXT_LEN {
-            let spelled = saved.text(slot).parse::<Uuid>().ok().map(|u| u.as_u128());
-            let other = spelled.and_then(|u| saved.slot_of(keyed, u));
-            if other.is_some_and(|o| o != slot && !saved.label(o)) {
-                match labels {
-                    Labels::Record => return Err(repeated(saved, slot)),
-                    Labels::Level => saved.set_label(slot, false),
-                }
+    for slot in spelling {
+        let spelled = Uuid::try_parse_ascii(saved.text(slot))
+            .ok()
+            .map(|u| u.as_u128());
+        let other = spelled.and_then(|u| saved.slot_of(keyed, u));
+        if other.is_some_and(|o| o != slot && !saved.label(o)) {
+            match labels {
+                Labels::Record => return Err(repeated(saved, slot)),
+                Labels::Level => saved.set_label(slot, false),
             }
         }
     }

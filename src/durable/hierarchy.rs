@@ -254,30 +254,21 @@ impl<A: Allocator + Clone> Hierarchy<A> {
         }
     }
 
-    /// [`name`](Self::name) and [`label`](Self::label) of the (caller-validated) slot, read
-    /// together: one node read and one UTF-8 check of both (they lie side by side in the
-    /// arena).
+    /// The bytes of the (caller-validated) slot's name and label, unchecked: the arena holds
+    /// only bytes copied from `&str`s, so they are UTF-8 unless the arena is corrupt, and a
+    /// caller that needs text checks them ([`name`](Self::name) and [`label`](Self::label)
+    /// read `""` for bytes that are not). One node read for both.
     #[inline(always)]
-    pub(crate) fn name_and_label(&self, slot: u32) -> (&str, &str) {
+    pub(crate) fn name_and_label_bytes(&self, slot: u32) -> (&[u8], &[u8]) {
         let Some(n) = self.node(slot).filter(|n| n.record_len() > 0) else {
-            return ("", "");
+            return (&[], &[]);
         };
         let at = n.name_at as usize;
         let both = self
             .names
             .get(at..at + n.len() + n.label_len())
             .unwrap_or(&[]);
-        match core::str::from_utf8(both).map(|t| t.split_at_checked(n.len())) {
-            Ok(Some(pair)) if !both.is_empty() => pair,
-            _ => self.name_and_label_apart(slot),
-        }
-    }
-
-    /// [`name_and_label`](Self::name_and_label) of a record that is not valid UTF-8 as a
-    /// whole: each checked alone (as `name` and `label` read them).
-    #[cold]
-    fn name_and_label_apart(&self, slot: u32) -> (&str, &str) {
-        (self.name(slot), self.label(slot))
+        both.split_at_checked(n.len()).unwrap_or((&[], &[]))
     }
 
     /// The parent link of a slot: its slot and generation.
@@ -728,7 +719,7 @@ mod tests {
     }
 
     #[test]
-    fn name_and_label_read_as_each_alone() {
+    fn name_and_label_bytes_are_what_each_reads() {
         let mut h = Hierarchy::try_new_in(6, 256, Global).unwrap();
         h.set_name(0, "größe").unwrap();
         h.set_label(0, "lbl_0").unwrap();
@@ -742,15 +733,18 @@ mod tests {
         h.set_name(5, "é").unwrap();
         for slot in 0..6 {
             assert_eq!(
-                h.name_and_label(slot),
-                (h.name(slot), h.label(slot)),
+                h.name_and_label_bytes(slot),
+                (h.name(slot).as_bytes(), h.label(slot).as_bytes()),
                 "slot {slot}"
             );
         }
-        assert_eq!(h.name_and_label(0), ("größe", "lbl_0"));
-        assert_eq!(h.name_and_label(1), ("", "only_label"));
-        assert_eq!(h.name_and_label(3), ("", "x"));
-        assert_eq!(h.name_and_label(4), ("", ""));
-        assert_eq!(h.name_and_label(9), ("", ""));
+        assert_eq!(
+            h.name_and_label_bytes(0),
+            ("größe".as_bytes(), &b"lbl_0"[..])
+        );
+        assert_eq!(h.name_and_label_bytes(1), (&b""[..], &b"only_label"[..]));
+        assert_eq!(h.name_and_label_bytes(3), (&b""[..], &b"x"[..]));
+        assert_eq!(h.name_and_label_bytes(4), (&b""[..], &b""[..]));
+        assert_eq!(h.name_and_label_bytes(9), (&b""[..], &b""[..]));
     }
 }

@@ -27,6 +27,7 @@ pub use entropy::{EntropyError, EntropySource, OsEntropy};
 pub use generation::{next_generation, GenerationStep, FIRST_GENERATION, TERMINAL_GENERATION};
 pub use handle::{Handle, HandleTag};
 pub use mint::{mint_unique, mint_v4, IdentityConflict, MintError, MINT_ATTEMPTS};
+pub(crate) use persistent_id::is_legacy_id_bytes;
 pub use persistent_id::{
     is_legacy_id, PersistentId, PersistentIdError, AUTHORED_PREFIX, LEGACY_ID_MAX, SPAWNED_PREFIX,
 };

@@ -138,10 +138,16 @@ fn decode_hex(
 
 /// Whether `id` follows the legacy-id rule.
 pub fn is_legacy_id(id: &str) -> bool {
+    is_legacy_id_bytes(id.as_bytes())
+}
+
+/// [`is_legacy_id`] of bytes: such bytes are ASCII, so they are UTF-8.
+#[inline]
+pub(crate) fn is_legacy_id_bytes(id: &[u8]) -> bool {
     (1..=LEGACY_ID_MAX).contains(&id.len())
         && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
 }
 
 impl PersistentId {
