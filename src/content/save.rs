@@ -195,7 +195,7 @@ where
     let hierarchy = durable.hierarchy();
     let mut saved = Saved::with_slots(registry.created_slots());
     let mut keyed: Vec<u64> = Vec::with_capacity(durable.bindings().len());
-    let mut named: Vec<u64> = Vec::new();
+    let mut named: Vec<u64> = Vec::with_capacity(durable.bindings().len());
     let mut name_bytes = 0;
     let owner = registry.owner();
     // Whether a saved entity has a parent (read with its name: the same node).
