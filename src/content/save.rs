@@ -741,11 +741,23 @@ fn name_hash(name: &[u8]) -> u32 {
     for w in &mut words {
         h = mix(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
     }
+    // The last 1..=7 bytes as one word, without a copy: two 4-byte reads that may overlap, or
+    // the first, middle and last byte (the length, mixed in first, tells the cases apart).
     let tail = words.remainder();
-    if !tail.is_empty() {
-        let mut word = [0u8; 8];
-        word[..tail.len()].copy_from_slice(tail);
-        h = mix(h, u64::from_le_bytes(word));
+    let n = tail.len();
+    let four = |at: usize| {
+        tail.get(at..at + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let word = match n {
+        0 => None,
+        1..=3 => {
+            Some(u64::from(tail[0]) | u64::from(tail[n / 2]) << 8 | u64::from(tail[n - 1]) << 16)
+        }
+        _ => Some(u64::from(four(0)) | u64::from(four(n - 4)) << 32),
+    };
+    if let Some(word) = word {
+        h = mix(h, word);
     }
     (h >> 32) as u32 ^ h as u32
 }
