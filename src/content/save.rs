@@ -284,8 +284,7 @@ where
     // An entity's first bytes, its UUID written in place: `,` (skipped for the first entity),
     // the line break and indent, `{"uuid":"<uuid>","label":"`.
     let mut head = *b",\n    {\"uuid\":\"________-____-____-____-____________\",\"label\":\"";
-    // `","label":"` follows the UUID.
-    let uuid_at = head.len() - UUID_TEXT_LEN - 11;
+    let uuid_at = head.len() - UUID_TEXT_LEN - b"\",\"label\":\"".len();
     let mut ctx = Ctx::new(out);
     for (rank, &v) in keyed.iter().enumerate() {
         if let Some(&far) = keyed.get(rank + 2 * PREFETCH) {
@@ -302,8 +301,8 @@ where
             <&mut [u8; UUID_TEXT_LEN]>::try_from(&mut head[uuid_at..uuid_at + UUID_TEXT_LEN])
                 .expect("the head holds a UUID's text");
         format_uuid(&Uuid::from_u128(object), uuid);
-        out.extend_from_slice(&head[usize::from(rank == 0)..]); // a fixed-size copy
-                                                                // A legacy id needs no escape.
+        out.extend_from_slice(&head[usize::from(rank == 0)..]);
+        // A legacy id needs no escape.
         if label {
             out.extend_from_slice(text_of_label);
         } else {
