@@ -280,7 +280,6 @@ where
     out.extend_from_slice(b",\n  \"document\": \"");
     push_uuid(&mut out, &document.as_uuid());
     out.extend_from_slice(b"\",\n  \"entities\": [");
-    let mut text = [0u8; UUID_TEXT_LEN];
     // An entity's first bytes, its UUID written in place: `,` (skipped for the first entity),
     // the line break and indent, `{"uuid":"<uuid>","label":"`.
     let mut head = *b",\n    {\"uuid\":\"________-____-____-____-____________\",\"label\":\"";
@@ -294,8 +293,8 @@ where
             prefetch_bytes(saved.name(ahead as u32));
         }
         let slot = v as u32;
-        let (object, name, label) = (saved.key(slot), saved.name(slot), saved.label(slot));
-        let text_of_label = saved.text(slot);
+        let Row { object, name, text } = saved.rows[slot as usize];
+        let label = saved.label(slot);
         let out = ctx.out();
         let uuid =
             <&mut [u8; UUID_TEXT_LEN]>::try_from(&mut head[uuid_at..uuid_at + UUID_TEXT_LEN])
@@ -304,7 +303,7 @@ where
         out.extend_from_slice(&head[usize::from(rank == 0)..]);
         // A legacy id needs no escape.
         if label {
-            out.extend_from_slice(text_of_label);
+            out.extend_from_slice(text);
         } else {
             out.extend_from_slice(&head[uuid_at..uuid_at + UUID_TEXT_LEN]);
         }
@@ -321,8 +320,7 @@ where
         if parented {
             out.extend_from_slice(b",\"parent\":\"");
             if let Some((p, _)) = hierarchy.parent(slot) {
-                format_uuid(&Uuid::from_u128(saved.key(p)), &mut text);
-                out.extend_from_slice(&text);
+                push_uuid(out, &Uuid::from_u128(saved.key(p)));
             }
             out.push(b'"');
         }
