@@ -442,8 +442,8 @@ impl Encoder {
     fn component(&mut self, c: &ComponentValue) {
         self.out.extend_from_slice(&len32(c.component.len()));
         self.out.extend_from_slice(c.component.as_bytes());
-        self.out.extend_from_slice(&len32(c.bytes.0.len()));
-        self.out.extend_from_slice(&c.bytes.0);
+        self.out.extend_from_slice(&len32(c.bytes.len()));
+        self.out.extend_from_slice(&c.bytes);
         self.out.extend_from_slice(&len32(c.refs.len()));
         for r in &c.refs {
             self.out.extend_from_slice(&ref_bytes(r.as_ref()));
@@ -460,7 +460,7 @@ impl Checkpoint {
             let head = ENTITY_HEADER + 8 + e.name.len() + e.label.len() + REF + 4 + BINDING;
             // (At most: a root's parent is one byte.)
             e.components.iter().fold(t.saturating_add(head), |t, c| {
-                t.saturating_add(12 + c.component.len() + c.bytes.0.len())
+                t.saturating_add(12 + c.component.len() + c.bytes.len())
                     .saturating_add(c.refs.len().saturating_mul(REF))
             })
         });
@@ -1095,15 +1095,15 @@ pub trait CheckpointOps: PersistentOps {
             for (k, c) in e.components.iter().enumerate() {
                 let known = schema
                     .iter()
-                    .find(|(n, _, s, _)| *n == c.component && *s == c.bytes.0.len())
+                    .find(|(n, _, s, _)| *n == c.component && *s == c.bytes.len())
                     .is_some_and(|(_, t, _, check)| {
-                        holds_value(*check, &c.bytes.0) && refs_well_formed::<Self>(*t, c)
+                        holds_value(*check, &c.bytes) && refs_well_formed::<Self>(*t, c)
                     });
                 let repeated = e.components[..k].iter().any(|d| d.component == c.component);
                 if !known || repeated || c.component == IDENTITY_COMPONENT {
                     return Err(CheckpointError::Component {
                         index,
-                        component: c.component.clone(),
+                        component: c.component.to_string(),
                     });
                 }
                 // Every reference names an entity of the checkpoint (ids ascend: binary
@@ -1119,7 +1119,7 @@ pub trait CheckpointOps: PersistentOps {
                 if let Some(target) = missing {
                     return Err(CheckpointError::UnresolvedReference {
                         index,
-                        component: c.component.clone(),
+                        component: c.component.to_string(),
                         target: *target,
                     });
                 }

@@ -40,6 +40,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod duplicate_graph;
 pub(crate) mod durable_ops;
 pub(crate) mod error;
+pub(crate) mod hex_bytes;
 pub(crate) mod hierarchy;
 pub(crate) mod outliner;
 pub(crate) mod persistent;
@@ -59,6 +60,7 @@ pub use checkpoint::{
 };
 pub use durable_ops::DurableOps;
 pub use error::DurableError;
+pub use hex_bytes::INLINE_VALUE_BYTES;
 pub(crate) use hierarchy::first_cycle;
 pub use hierarchy::{
     Hierarchy, HierarchyError, OrphanPolicy, MAX_LABEL_LEN, MAX_NAME_BYTES, MAX_NAME_LEN,

@@ -33,7 +33,7 @@
 //! whole and then applied all or nothing.
 
 use core::any::TypeId;
-use core::fmt;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::world::store::component::{self, Component};
@@ -43,6 +43,7 @@ use crate::durable::binding::Activation;
 use crate::durable::binding::BindingKind;
 use crate::durable::durable_ops::DurableOps;
 use crate::durable::error::DurableError;
+pub use crate::durable::hex_bytes::HexBytes;
 use crate::durable::tables::{enabled, enabled_mut, has_refs_of, rewrite_refs_of, DurableRoster};
 use crate::identity::{
     EntropyError, EntropySource, PersistentId, PersistentObjectKey, TERMINAL_GENERATION,
@@ -61,41 +62,6 @@ pub const IDENTITY_COMPONENT: &str = "persistent_identity";
 /// Most components one prepared command or update may carry.
 pub const MAX_COMMAND_COMPONENTS: usize = 64;
 
-/// Bytes, serialized as lowercase hex text.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct HexBytes(pub Vec<u8>);
-
-impl fmt::Debug for HexBytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
-    }
-}
-
-impl Serialize for HexBytes {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{self:?}"))
-    }
-}
-
-impl<'de> Deserialize<'de> for HexBytes {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        let b = text.as_bytes();
-        if b.len() % 2 != 0 {
-            return Err(serde::de::Error::custom("hex text of odd length"));
-        }
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            _ => Err(serde::de::Error::custom("lowercase hex digit expected")),
-        };
-        b.chunks(2)
-            .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
-            .collect::<Result<Vec<u8>, D::Error>>()
-            .map(HexBytes)
-    }
-}
-
 /// One component value by its roster name: the bytes of the value, and the identity
 /// of every entity it references.
 ///
@@ -108,8 +74,9 @@ impl<'de> Deserialize<'de> for HexBytes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentValue {
-    /// The component's roster name (the `world!` field name).
-    pub component: String,
+    /// The component's roster name (the `world!` field name): borrowed from the roster when
+    /// the value was built from a typed value, owned when it was parsed.
+    pub component: Cow<'static, str>,
     /// The value's bytes, every entity-typed field null.
     pub bytes: HexBytes,
     /// The stable id of each entity-typed field's target, in visit order (`None`: null).
@@ -206,11 +173,11 @@ pub(crate) fn schema<W: Roster>() -> Vec<SchemaEntry> {
 /// world: when it is not null).
 pub(crate) fn identified<W: PersistentOps>(
     world: Option<&W>,
-    name: &str,
+    name: &'static str,
     ty: TypeId,
     bytes: &[u8],
 ) -> Result<ComponentValue, EntityId> {
-    let mut bytes = bytes.to_vec();
+    let mut bytes = HexBytes::from(bytes);
     let (mut refs, mut unidentified) = (Vec::new(), None);
     rewrite_refs_of::<W>(ty, &mut bytes, &mut |_, e| {
         let id = match world {
@@ -235,8 +202,8 @@ pub(crate) fn identified<W: PersistentOps>(
     match unidentified {
         Some(e) => Err(e),
         None => Ok(ComponentValue {
-            component: name.to_owned(),
-            bytes: HexBytes(bytes),
+            component: Cow::Borrowed(name),
+            bytes,
             refs,
         }),
     }
@@ -248,7 +215,7 @@ pub(crate) fn refs_well_formed<W: DurableRoster>(ty: TypeId, value: &ComponentVa
     if !has_refs_of::<W>(ty) {
         return value.refs.is_empty();
     }
-    let mut bytes = value.bytes.0.clone();
+    let mut bytes = value.bytes.clone();
     let (mut fields, mut null) = (0usize, true);
     let typed = rewrite_refs_of::<W>(ty, &mut bytes, &mut |_, e| {
         fields += 1;
@@ -270,7 +237,7 @@ fn resolved_into<W: PersistentOps>(
     out: &mut std::vec::Vec<u8>,
 ) {
     out.clear();
-    out.extend_from_slice(&value.bytes.0);
+    out.extend_from_slice(&value.bytes);
     let mut refs = value.refs.iter();
     rewrite_refs_of::<W>(ty, out, &mut |_, e| {
         *e = refs
@@ -347,26 +314,26 @@ fn check_components<W: DurableRoster>(
             return Err(TxRejection::IdentityOverride);
         }
         match schema.iter().find(|(n, ..)| *n == c.component) {
-            None => return Err(TxRejection::UnknownComponent(c.component.clone())),
-            Some((_, _, size, _)) if *size != c.bytes.0.len() => {
+            None => return Err(TxRejection::UnknownComponent(c.component.to_string())),
+            Some((_, _, size, _)) if *size != c.bytes.len() => {
                 return Err(TxRejection::ComponentSize {
-                    component: c.component.clone(),
+                    component: c.component.to_string(),
                     expected: *size,
-                    found: c.bytes.0.len(),
+                    found: c.bytes.len(),
                 })
             }
-            Some((.., check)) if !holds_value(*check, &c.bytes.0) => {
-                return Err(TxRejection::InvalidValue(c.component.clone()))
+            Some((.., check)) if !holds_value(*check, &c.bytes) => {
+                return Err(TxRejection::InvalidValue(c.component.to_string()))
             }
             Some((_, t, ..)) => {
                 if !refs_well_formed::<W>(*t, c) {
-                    return Err(TxRejection::References(c.component.clone()));
+                    return Err(TxRejection::References(c.component.to_string()));
                 }
                 types.push(*t)
             }
         }
         if components[..i].iter().any(|d| d.component == c.component) {
-            return Err(TxRejection::RepeatedComponent(c.component.clone()));
+            return Err(TxRejection::RepeatedComponent(c.component.to_string()));
         }
     }
     Ok(())
@@ -773,7 +740,7 @@ pub trait PersistentOps: DurableOps {
             values.iter().find_map(|c| {
                 let id = c.refs.iter().flatten().find(|id| !live(sim, id))?;
                 Some(TxRejection::UnresolvedReference {
-                    component: c.component.clone(),
+                    component: c.component.to_string(),
                     id: *id,
                 })
             })
@@ -1085,8 +1052,17 @@ const CREATE_CHUNK: usize = 512;
 fn same_shape(a: &[ComponentValue], b: &[ComponentValue]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            x.bytes.0.len() == y.bytes.0.len() && y.refs.is_empty() && x.component == y.component
+            x.bytes.len() == y.bytes.len()
+                && y.refs.is_empty()
+                && same_name(&x.component, &y.component)
         })
+}
+
+/// Whether two component names are equal: at once when both borrow the same roster name (values
+/// built from typed values), else by their bytes.
+#[inline(always)]
+fn same_name(a: &str, b: &str) -> bool {
+    core::ptr::eq(a, b) || a == b
 }
 
 /// The prepared spawn of a create.
@@ -1116,7 +1092,7 @@ impl<W: DurableRoster> TypeVisitor for InsertColumn<'_, W> {
             |k| {
                 created(&commands[k])
                     .and_then(|s| s.components.get(component))
-                    .map_or(&[][..], |c| &c.bytes.0[..])
+                    .map_or(&[][..], |c| &c.bytes[..])
             },
         );
     }
@@ -1180,7 +1156,7 @@ fn insert_value<W: PersistentOps>(
     scratch: &mut std::vec::Vec<u8>,
 ) -> Result<(), WorldError> {
     if v.refs.is_empty() {
-        insert_bytes(world, e, ty, &v.bytes.0)
+        insert_bytes(world, e, ty, &v.bytes)
     } else {
         resolved_into(world, ty, v, scratch);
         insert_bytes(world, e, ty, scratch)

@@ -6,6 +6,7 @@
 //! protection, disabled tables and swapped pools refused whole; and models of checkpoint bytes
 //! and batched creates.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use ludus::durable::{
@@ -51,6 +52,16 @@ fn prepared_spawns_mint_once_copy_their_values_and_serialise() {
     let json = serde_json::to_string(&p).unwrap();
     let back: PreparedSpawn = serde_json::from_str(&json).unwrap();
     assert_eq!(back, p);
+    // A typed value borrows its name from the roster (no heap block); a parsed one owns an
+    // equal name.
+    assert!(p
+        .components
+        .iter()
+        .all(|c| matches!(c.component, Cow::Borrowed(_))));
+    assert!(back
+        .components
+        .iter()
+        .all(|c| matches!(c.component, Cow::Owned(_))));
     let mut w = sim(4);
     w.transact(&tx(vec![create(&back)])).unwrap();
     let e = w.entity_of(&p.id).unwrap();
@@ -85,7 +96,7 @@ fn prepared_spawns_mint_once_copy_their_values_and_serialise() {
     // An explicit identity override is refused.
     let forged = vec![ComponentValue {
         component: IDENTITY_COMPONENT.into(),
-        bytes: HexBytes(vec![0; 36]),
+        bytes: HexBytes::from(vec![0; 36]),
         refs: Vec::new(),
     }];
     assert_eq!(
@@ -230,7 +241,7 @@ fn the_identity_cannot_be_set_changed_or_removed() {
         id: a.id,
         components: vec![ComponentValue {
             component: IDENTITY_COMPONENT.into(),
-            bytes: HexBytes(vec![0; 36]),
+            bytes: HexBytes::from(vec![0; 36]),
             refs: Vec::new(),
         }],
     }]);
@@ -364,7 +375,9 @@ fn malformed_forged_and_removed_identities_are_rejected_and_change_nothing() {
         matches!(e, CheckpointError::Component { index: 0, .. })
     }));
     let mut size = good.clone();
-    size.entities[0].components[0].bytes.0.push(0);
+    size.entities[0].components[0].bytes = [&size.entities[0].components[0].bytes[..], &[0]]
+        .concat()
+        .into();
     cases.push((size, |e| {
         matches!(e, CheckpointError::Component { index: 0, .. })
     }));
@@ -733,8 +746,8 @@ mod checkpoint_model {
 
     fn value(name: &str, bytes: &[u8]) -> ComponentValue {
         ComponentValue {
-            component: name.into(),
-            bytes: HexBytes(bytes.to_vec()),
+            component: name.to_owned().into(),
+            bytes: HexBytes::from(bytes.to_vec()),
             refs: Vec::new(),
         }
     }
@@ -949,12 +962,12 @@ mod create_batch_model {
             }
             Fault::WrongSize => {
                 let mut p = spawn(seed ^ (5 << 40), Pos { x: 0.0, y: 0.0 }, 1);
-                p.components[0].bytes.0.push(0);
+                p.components[0].bytes = [&p.components[0].bytes[..], &[0]].concat().into();
                 let c = &p.components[0];
                 let reason = TxRejection::ComponentSize {
-                    component: c.component.clone(),
-                    expected: c.bytes.0.len() - 1,
-                    found: c.bytes.0.len(),
+                    component: c.component.to_string(),
+                    expected: c.bytes.len() - 1,
+                    found: c.bytes.len(),
                 };
                 commands.insert(at, create(&p));
                 Some(reason)

@@ -132,7 +132,7 @@ fn random_components(rng: &mut Rng, bad: bool) -> Vec<ComponentValue> {
         if rng.chance(60) {
             v.push(ComponentValue {
                 component: (*name).into(),
-                bytes: HexBytes(value(rng, k)),
+                bytes: HexBytes::from(value(rng, k)),
                 refs: Vec::new(),
             });
         }
@@ -144,28 +144,28 @@ fn random_components(rng: &mut Rng, bad: bool) -> Vec<ComponentValue> {
         match rng.below(4) {
             0 => v.push(ComponentValue {
                 component: IDENTITY_COMPONENT.into(),
-                bytes: HexBytes(vec![0; 33]),
+                bytes: HexBytes::from(vec![0; 33]),
                 refs: Vec::new(),
             }),
             1 => v.push(ComponentValue {
                 component: "nope".into(),
-                bytes: HexBytes(vec![]),
+                bytes: HexBytes::from(vec![]),
                 refs: Vec::new(),
             }),
             2 => v.push(ComponentValue {
                 component: "hp".into(),
-                bytes: HexBytes(vec![1, 2, 3]),
+                bytes: HexBytes::from(vec![1, 2, 3]),
                 refs: Vec::new(),
             }),
             _ => {
                 v.push(ComponentValue {
                     component: "pos".into(),
-                    bytes: HexBytes(vec![0; 8]),
+                    bytes: HexBytes::from(vec![0; 8]),
                     refs: Vec::new(),
                 });
                 v.push(ComponentValue {
                     component: "pos".into(),
-                    bytes: HexBytes(vec![0; 8]),
+                    bytes: HexBytes::from(vec![0; 8]),
                     refs: Vec::new(),
                 });
             }
@@ -180,17 +180,17 @@ fn check_components(cs: &[ComponentValue]) -> Result<(), TxRejection> {
             return Err(TxRejection::IdentityOverride);
         }
         let Some(k) = NAMES.iter().position(|n| *n == c.component) else {
-            return Err(TxRejection::UnknownComponent(c.component.clone()));
+            return Err(TxRejection::UnknownComponent(c.component.to_string()));
         };
-        if SIZES[k] != c.bytes.0.len() {
+        if SIZES[k] != c.bytes.len() {
             return Err(TxRejection::ComponentSize {
-                component: c.component.clone(),
+                component: c.component.to_string(),
                 expected: SIZES[k],
-                found: c.bytes.0.len(),
+                found: c.bytes.len(),
             });
         }
         if cs[..i].iter().any(|d| d.component == c.component) {
-            return Err(TxRejection::RepeatedComponent(c.component.clone()));
+            return Err(TxRejection::RepeatedComponent(c.component.to_string()));
         }
     }
     Ok(())
@@ -276,7 +276,7 @@ fn apply_model(m: &mut Model, tx: &Transaction) {
                 let mut comps: Comps = [None, None];
                 for v in &spawn.components {
                     let k = NAMES.iter().position(|n| *n == v.component).unwrap();
-                    comps[k] = Some(v.bytes.0.clone());
+                    comps[k] = Some(v.bytes.to_vec());
                 }
                 m.ents.insert(spawn.id, comps);
             }
@@ -284,7 +284,7 @@ fn apply_model(m: &mut Model, tx: &Transaction) {
                 let e = m.ents.get_mut(id).unwrap();
                 for v in components {
                     let k = NAMES.iter().position(|n| *n == v.component).unwrap();
-                    e[k] = Some(v.bytes.0.clone());
+                    e[k] = Some(v.bytes.to_vec());
                 }
             }
             TxCommand::Remove { id, component } => {
@@ -427,7 +427,7 @@ fn walk(seed: u64, steps: usize, capacity: usize) {
                 let mut c: Comps = [None, None];
                 for v in &comps {
                     let k = NAMES.iter().position(|n| *n == v.component).unwrap();
-                    c[k] = Some(v.bytes.0.clone());
+                    c[k] = Some(v.bytes.to_vec());
                 }
                 sm.ents.insert(id, c);
                 bytes = cp.canonical_bytes();
@@ -488,7 +488,7 @@ fn walk(seed: u64, steps: usize, capacity: usize) {
                     let i = rng.below(n);
                     cp.entities[i].components.push(ComponentValue {
                         component: "hp".into(),
-                        bytes: HexBytes(vec![9; 5]),
+                        bytes: HexBytes::from(vec![9; 5]),
                         refs: Vec::new(),
                     });
                     true
@@ -507,7 +507,7 @@ fn walk(seed: u64, steps: usize, capacity: usize) {
                     let i = rng.below(n);
                     cp.entities[i].components.push(ComponentValue {
                         component: IDENTITY_COMPONENT.into(),
-                        bytes: HexBytes(vec![]),
+                        bytes: HexBytes::from(vec![]),
                         refs: Vec::new(),
                     });
                     true

@@ -210,7 +210,7 @@ fn poke(spawn: &mut PreparedSpawn, name: &str, at: usize, to: u8) {
         .iter_mut()
         .find(|c| c.component == name)
         .unwrap();
-    c.bytes.0[at] = to;
+    c.bytes[at] = to;
 }
 
 #[test]
@@ -321,7 +321,7 @@ fn a_checkpoint_with_an_invalid_value_is_refused_whole() {
             .filter(|(_, c)| c.component == name)
             .last()
             .unwrap();
-        c.bytes.0[at] = to;
+        c.bytes[at] = to;
         let mut fresh = plain();
         for target in [&mut w, &mut fresh] {
             let before = target.checkpoint_digest().unwrap();

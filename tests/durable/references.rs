@@ -87,7 +87,7 @@ fn aimed(x: &mut Range) -> (ReplayLog, PersistentId, PersistentId) {
         .unwrap();
     assert_eq!(b.components[1].refs, [Some(a.id)]);
     assert_eq!(
-        b.components[1].bytes.0[..16],
+        b.components[1].bytes[..16],
         [0; 16],
         "no handle in the value"
     );
@@ -232,7 +232,7 @@ fn transactions_resolve_references_where_they_apply() {
     // A value naming `a` by its id, built by hand as untrusted ingress would.
     let at_a = ComponentValue {
         component: "aim".into(),
-        bytes: HexBytes(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
+        bytes: HexBytes::from(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
         refs: vec![Some(a.id)],
     };
     // `a` is not live yet: refused whole.
@@ -290,7 +290,7 @@ fn transactions_resolve_references_where_they_apply() {
     let mut c_self = c.clone();
     c_self.components.push(ComponentValue {
         component: "aim".into(),
-        bytes: HexBytes(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
+        bytes: HexBytes::from(bytemuck::bytes_of(&aim(EntityId::NULL)).to_vec()),
         refs: vec![Some(c.id)],
     });
     w.transact(&tx(vec![create(c_self)])).unwrap();
@@ -312,7 +312,7 @@ fn malformed_references_are_refused() {
     // A handle in the bytes, a missing identity, an extra one, identities on a component
     // without entity fields.
     let mut raw = good.clone();
-    raw.bytes = HexBytes(bytemuck::bytes_of(&aim(handle)).to_vec());
+    raw.bytes = HexBytes::from(bytemuck::bytes_of(&aim(handle)).to_vec());
     let mut missing = good.clone();
     missing.refs.clear();
     let mut extra = good.clone();
@@ -329,13 +329,13 @@ fn malformed_references_are_refused() {
             x.transact(&update),
             Err(TxError::Command {
                 index: 0,
-                reason: TxRejection::References(value.component.clone())
+                reason: TxRejection::References(value.component.to_string())
             }),
             "case {i}"
         );
         assert_eq!(
             PreparedSpawn::prepare_values::<Range, _>(vec![value.clone()], &mut SeqEntropy::new(9)),
-            Err(PrepareError::References(value.component.clone())),
+            Err(PrepareError::References(value.component.to_string())),
             "case {i}"
         );
         let mut checkpoint = x.checkpoint().unwrap();

@@ -46,7 +46,7 @@ pub fn durable_sim(capacity: usize, name_bytes: usize) -> Sim {
 pub fn hp_value(v: u32) -> ComponentValue {
     ComponentValue {
         component: "hp".into(),
-        bytes: HexBytes(bytemuck::bytes_of(&Hp(v)).to_vec()),
+        bytes: HexBytes::from(bytemuck::bytes_of(&Hp(v)).to_vec()),
         refs: Vec::new(),
     }
 }

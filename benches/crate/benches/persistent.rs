@@ -49,7 +49,8 @@
 //! setups untimed; it
 //! prints each contender's median and the median of the per-round ratios. On a shared machine
 //! this keeps a burst of someone else's load from landing on one contender only. The checkpoint
-//! rounds also time `checkpoint_bytes` and the `checkpoint_100k_parts` rows.
+//! rounds also time `checkpoint_bytes` and the `checkpoint_100k_parts` rows; with
+//! `LUDUS_PERSISTENT_ONLY_TRANSACT` set as well, only the transaction rounds run.
 
 use std::hint::black_box;
 use std::sync::OnceLock;
@@ -363,6 +364,9 @@ fn interleaved(rounds: usize) {
             ("spawn_batch_hash_ids", &mut hash_ids),
         ],
     );
+    if std::env::var_os("LUDUS_PERSISTENT_ONLY_TRANSACT").is_some() {
+        return;
+    }
     let fx = fixture();
     let mut digest = || {
         let t = Instant::now();
