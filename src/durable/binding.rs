@@ -757,6 +757,12 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
         let byte = h2(tag);
         let high = (tag >> 32) as u32;
         let mut g = self.home(tag);
+        // The home group's entries are asked for with its control bytes, not after them: a
+        // hit then waits for one of the two reads, not for both in turn.
+        if let Some(first) = self.entries.get(g * GROUP..(g + 1) * GROUP) {
+            crate::hint::prefetch(&first[0]);
+            crate::hint::prefetch(&first[GROUP / 2]);
+        }
         for _ in 0..MAX_PROBE / GROUP {
             let ctrl = *self.ctrl.get(g)?;
             let mut hits = ctrl.matches(byte);

@@ -24,6 +24,8 @@
 //! `LUDUS_INTERLEAVE=<rounds> cargo bench -p ludus-benches --bench binding` times only the
 //! activation, the two contenders alternated round by round (the shared-machine protocol of
 //! `docs/benchmarking.md`), and prints the median of the per-round ratios.
+//! `LUDUS_INTERLEAVE_RESOLVE=<rounds>` times only `resolve_read` of `ludus`, `ludus_batch` and
+//! `hashbrown_foldhash_key`, alternated the same way.
 
 use std::collections::HashMap as StdHashMap;
 use std::hint::black_box;
@@ -377,7 +379,59 @@ fn interleaved_activation(rounds: usize) {
     );
 }
 
+/// `LUDUS_INTERLEAVE_RESOLVE=<rounds>`: `resolve_read` of `ludus`, `ludus_batch` and the
+/// same-work peer at every size, one timed span of [`SPAN`] batches of each per round (the order
+/// rotates by round; each contender walks on along its own copy of the stream position);
+/// prints each one's median ns per lookup and the median of its per-round ratio to the peer.
+fn interleaved_resolve(rounds: usize) {
+    const SPAN: usize = 64;
+    let contenders: [(&str, Contender); 3] = [
+        ("hashbrown_foldhash_key", Fixture::hashbrown_foldhash_key),
+        ("ludus", Fixture::ludus),
+        ("ludus_batch", Fixture::ludus_batch),
+    ];
+    for (i, &n) in SIZES.iter().enumerate() {
+        let fx = fixture(i);
+        let len = fx.keys.len();
+        let mut at = [0usize; 3];
+        let mut times = [(); 3].map(|()| Vec::with_capacity(rounds));
+        for r in 0..rounds {
+            for j in 0..3 {
+                let k = (r + j) % 3;
+                let t = Instant::now();
+                let mut sum = 0;
+                for _ in 0..SPAN {
+                    sum += (contenders[k].1)(fx, at[k]);
+                    at[k] = (at[k] + BATCH) % len;
+                }
+                times[k].push(t.elapsed().as_secs_f64() * 1e9 / (SPAN * BATCH) as f64);
+                black_box(sum);
+            }
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        for (k, (name, _)) in contenders.iter().enumerate() {
+            let ratios = times[k].iter().zip(&times[0]).map(|(a, b)| a / b).collect();
+            println!(
+                "resolve_read/{name}/{n}: {:.1} ns per lookup, ÷ peer per round {:.3}",
+                median(times[k].clone()),
+                median(ratios)
+            );
+        }
+    }
+}
+
 fn main() {
+    if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE_RESOLVE")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .filter(|&r| r > 0)
+    {
+        interleaved_resolve(rounds);
+        return;
+    }
     if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE")
         .ok()
         .and_then(|r| r.parse::<usize>().ok())
