@@ -243,6 +243,16 @@ impl Words {
         instance: [0; 2],
         object: [0; 2],
     };
+
+    /// Whether the two keys are equal: `==` without its branch per half.
+    #[inline(always)]
+    fn same(&self, other: &Words) -> bool {
+        (self.instance[0] ^ other.instance[0]
+            | self.instance[1] ^ other.instance[1]
+            | self.object[0] ^ other.object[0]
+            | self.object[1] ^ other.object[1])
+            == 0
+    }
 }
 
 #[inline(always)]
@@ -721,7 +731,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             while hits != 0 {
                 let i = g * GROUP + lowest(hits);
                 let e = *self.entry(i);
-                if e.home == high && self.key_at(e) == Some(w) {
+                if e.home == high && self.key_at(e).is_some_and(|k| k.same(w)) {
                     return Probe::Found(i);
                 }
                 hits &= hits - 1;
@@ -770,7 +780,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
                 let e = self.entries[g * GROUP + lowest(hits)];
                 if e.home == high {
                     if let Some(r) = self.reverse.get(e.slot as usize) {
-                        if r.key == *w {
+                        if r.key.same(w) {
                             return Some((e.slot, r));
                         }
                     }
@@ -1436,7 +1446,7 @@ impl<A: Allocator + Clone> WorldBindingTable<A> {
             } else {
                 let s = slots[i % RING];
                 match self.reverse.get(s as usize) {
-                    Some(r) if r.key == words(key) => {
+                    Some(r) if r.key.same(&words(key)) => {
                         let id = self.entity_at(s, r);
                         if ATTACHED {
                             // One compare (see `is_live_binding`): checked here.
@@ -1791,6 +1801,27 @@ mod tests {
         let es = (0..n).map(|_| reg.try_create().unwrap()).collect();
         let table = WorldBindingTable::try_new(&reg, n).unwrap();
         (reg, table, es)
+    }
+
+    /// A key equals only itself: a key differing in any one bit of any of its four words is
+    /// another key.
+    #[test]
+    fn keys_differing_in_any_word_are_not_the_same() {
+        let k = words(&key(3, 4));
+        assert!(k.same(&k));
+        for word in 0..4 {
+            for bit in [0, 31, 63] {
+                let mut other = k;
+                let w = match word {
+                    0 => &mut other.instance[0],
+                    1 => &mut other.instance[1],
+                    2 => &mut other.object[0],
+                    _ => &mut other.object[1],
+                };
+                *w ^= 1 << bit;
+                assert!(!k.same(&other) && !other.same(&k), "word {word}, bit {bit}");
+            }
+        }
     }
 
     /// Keys whose whole hash is equal (a secret whose halves make swapped words collide) are
