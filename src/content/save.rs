@@ -300,7 +300,12 @@ where
             <&mut [u8; UUID_TEXT_LEN]>::try_from(&mut head[uuid_at..uuid_at + UUID_TEXT_LEN])
                 .expect("the head holds a UUID's text");
         format_uuid(&Uuid::from_u128(object), uuid);
-        out.extend_from_slice(&head[usize::from(rank == 0)..]);
+        // Two copies of constant length (inlined), not one of a length known at run time.
+        if rank == 0 {
+            out.extend_from_slice(&head[1..]);
+        } else {
+            out.extend_from_slice(&head);
+        }
         // A legacy id needs no escape.
         if label {
             out.extend_from_slice(text);
