@@ -149,6 +149,7 @@ where
 struct Text<'de>(Cow<'de, str>);
 
 impl<'de> de::Deserialize<'de> for Text<'de> {
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
@@ -156,6 +157,7 @@ impl<'de> de::Deserialize<'de> for Text<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a string")
             }
+            #[inline]
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
                 Ok(Text(Cow::Borrowed(v)))
             }
@@ -183,6 +185,11 @@ fn parse_id(text: &str, level: bool) -> Option<uuid::Uuid> {
         text.parse::<SourceObjectId>().ok().map(|id| id.as_uuid())
     }
 }
+
+// The seeds and visitors of the per-entity path are `#[inline]`: their instances are made in
+// the crate that names the roster, and with its default sixteen codegen units a call into
+// another unit is not inlined (restore ran 11% more instructions than with one unit; 2.5%
+// with the hints, `perf-results/content.md`).
 
 struct RecordSeed<'r, 'de, W> {
     reader: &'r mut Reader<'de>,
@@ -272,6 +279,7 @@ where
 {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
     }
@@ -287,6 +295,7 @@ where
         f.write_str("an array of entities")
     }
 
+    #[inline]
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while seq
             .next_element_seed(EntitySeed::<W> {
@@ -310,6 +319,7 @@ where
 {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
@@ -325,6 +335,7 @@ where
         f.write_str("an entity")
     }
 
+    #[inline]
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let r = self.reader;
         let entity = r.plan.next_index();
@@ -404,6 +415,7 @@ where
 {
     type Value = ();
 
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
@@ -419,6 +431,7 @@ where
         f.write_str("an object of components")
     }
 
+    #[inline]
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let r = self.reader;
         while let Some(key) = map.next_key::<Text<'de>>()?.map(|t| t.0) {
@@ -452,6 +465,7 @@ struct NextTyped<'a, 'r, 'de, A: MapAccess<'de>> {
 }
 
 impl<'de, A: MapAccess<'de>> RecordVisitor for NextTyped<'_, '_, 'de, A> {
+    #[inline]
     fn visit<T: RecordComponent>(&mut self, index: usize) {
         let r = &mut *self.reader;
         r.keys.clear();
@@ -482,6 +496,7 @@ struct Typed<'r, 'de, T> {
 impl<'de, T: RecordComponent> DeserializeSeed<'de> for Typed<'_, 'de, T> {
     type Value = T;
 
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
         T::deserialize(Direct {
             de: d,
@@ -504,6 +519,7 @@ impl<'de, D: de::Deserializer<'de>> de::Deserializer<'de> for Direct<'_, 'de, D>
         Err(fail())
     }
 
+    #[inline]
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
@@ -539,6 +555,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for StructOf<'_, 'de, V> {
         f.write_str("an object of properties")
     }
 
+    #[inline]
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         self.visitor.visit_map(Checked {
             inner: map,
@@ -560,6 +577,7 @@ struct Checked<'r, 'de, A> {
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for Checked<'_, 'de, A> {
     type Error = A::Error;
 
+    #[inline]
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
@@ -578,6 +596,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Checked<'_, 'de, A> {
         .map(Some)
     }
 
+    #[inline]
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
         self.inner.next_value_seed(Switch {
             seed,
@@ -595,6 +614,7 @@ struct Switch<'r, S> {
 impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Switch<'_, S> {
     type Value = S::Value;
 
+    #[inline]
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
         d.deserialize_any(self)
     }
@@ -607,18 +627,22 @@ impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Switch<'_, S> {
         f.write_str("a property value")
     }
 
+    #[inline]
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<S::Value, E> {
         self.seed.deserialize(BoolDeserializer::new(v))
     }
 
+    #[inline]
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<S::Value, E> {
         self.seed.deserialize(I64Deserializer::new(v))
     }
 
+    #[inline]
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<S::Value, E> {
         self.seed.deserialize(U64Deserializer::new(v))
     }
 
+    #[inline]
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<S::Value, E> {
         // As the tree reader: a number it cannot hold is refused.
         if serde_json::Number::from_f64(v).is_none() {
@@ -627,6 +651,7 @@ impl<'de, S: DeserializeSeed<'de>> Visitor<'de> for Switch<'_, S> {
         self.seed.deserialize(F64Deserializer::new(v))
     }
 
+    #[inline]
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<S::Value, E> {
         self.seed.deserialize(BorrowedStrDeserializer::new(v))
     }
