@@ -46,15 +46,30 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     escape(out, s);
 }
 
+/// [`string`] of bytes the caller checked to be UTF-8: they are read as text (checked again)
+/// only when some byte needs an escape; bytes that are not UTF-8 write `""`.
+pub(crate) fn string_of_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
+    if needs_escape(bytes) {
+        escape(out, core::str::from_utf8(bytes).unwrap_or_default());
+    } else {
+        quoted(out, bytes);
+    }
+}
+
+/// `bytes` between quotes, as they are (what serde_json writes for text with nothing to escape).
+#[inline]
+fn quoted(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+}
+
 /// Writes `s` as a JSON string; true when some byte needed an escape (the text between the
 /// quotes is then not `s`'s bytes).
 fn escape(out: &mut Vec<u8>, s: &str) -> bool {
     if !needs_escape(s.as_bytes()) {
-        // Nothing to escape: serde_json would copy the bytes between the quotes.
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        quoted(out, s.as_bytes());
         false
     } else {
         // Writing into a Vec cannot fail.

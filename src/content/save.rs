@@ -319,8 +319,8 @@ where
             out.push(b'"');
         } else {
             out.extend_from_slice(b"\",\"name\":");
-            // UTF-8: checked in pass 1.
-            canonical::string(out, core::str::from_utf8(name).unwrap_or_default());
+            // UTF-8: checked in pass 1 (not again unless the name needs an escape).
+            canonical::string_of_utf8(out, name);
         }
         if parented {
             out.extend_from_slice(b",\"parent\":\"");

@@ -46,11 +46,6 @@ impl HexBytes {
             Repr::Heap(b) => b,
         }
     }
-
-    /// The bytes in a new vector.
-    pub fn to_vec(&self) -> Vec<u8> {
-        self.as_slice().to_vec()
-    }
 }
 
 impl Default for HexBytes {

@@ -423,20 +423,20 @@ fn interleaved_resolve(rounds: usize) {
     }
 }
 
-fn main() {
-    if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE_RESOLVE")
+/// The positive round count in environment variable `var`, if set.
+fn rounds(var: &str) -> Option<usize> {
+    std::env::var(var)
         .ok()
         .and_then(|r| r.parse::<usize>().ok())
         .filter(|&r| r > 0)
-    {
+}
+
+fn main() {
+    if let Some(rounds) = rounds("LUDUS_INTERLEAVE_RESOLVE") {
         interleaved_resolve(rounds);
         return;
     }
-    if let Some(rounds) = std::env::var("LUDUS_INTERLEAVE")
-        .ok()
-        .and_then(|r| r.parse::<usize>().ok())
-        .filter(|&r| r > 0)
-    {
+    if let Some(rounds) = rounds("LUDUS_INTERLEAVE") {
         interleaved_activation(rounds);
         return;
     }
