@@ -11,21 +11,28 @@
 //!   sees a cache-warm repeat of one small batch. Divide the time by [`BATCH`] for ns/lookup.
 //!   The ludus key is a `PersistentObjectKey` (32 bytes: instance + object UUID);
 //!   `hashbrown_foldhash_key` keys by the same 32 bytes (the same-work peer), the other peers
-//!   by the 16-byte object UUID alone (a map's natural key for one instance). `ludus_batch`
+//!   by the 16-byte object UUID alone (a map's natural key for one instance).
+//!   `hashbrown_table_keyed` is hashbrown's layout with the library's hash: a
+//!   `hashbrown::HashTable` of `(key, handle)` pairs, capacity reserved at init, hashed with
+//!   the table's keyed fold and a per-table random secret ([`KeyedTable`]). `ludus_batch`
 //!   resolves the same [`BATCH`] queries with one `resolve_batch` call, then reads each hit.
 //! - `activate_100k/<contender>`: `w.activate(&batch)` of 100k `Activation`s into a fresh
 //!   durable world (world, entities and batch built in the untimed setup) against
 //!   `hashbrown::HashMap::with_capacity_and_hasher` + 100k inserts of the same 32-byte keys
 //!   (the allocation is timed) and, for reference, the same inserts into a map whose storage
 //!   was allocated and touched in the setup (`hashbrown_foldhash_key_preallocated`; the ludus
-//!   table is allocated at world init, in the setup).
+//!   table is allocated at world init, in the setup), and a [`KeyedTable`] built the same way
+//!   (`hashbrown_table_keyed`: allocation and inserts, each refusing a bound key; `_preallocated`:
+//!   the inserts alone into touched storage).
 //!
 //! `cargo bench -p ludus-benches --bench binding -- --warm-up-time 1 --measurement-time 3`.
 //! `LUDUS_INTERLEAVE=<rounds> cargo bench -p ludus-benches --bench binding` times only the
 //! activation, the two contenders alternated round by round (the shared-machine protocol of
 //! `docs/benchmarking.md`), and prints the median of the per-round ratios.
-//! `LUDUS_INTERLEAVE_RESOLVE=<rounds>` times only `resolve_read` of `ludus`, `ludus_batch` and
-//! `hashbrown_foldhash_key`, alternated the same way.
+//! `LUDUS_INTERLEAVE_RESOLVE=<rounds>` times only `resolve_read` of `ludus`, `ludus_batch`,
+//! `hashbrown_foldhash_key` and `hashbrown_table_keyed`, alternated the same way.
+//! `LUDUS_CRAFTED=1` times inserting a crafted collision set into `hashbrown_table_keyed`
+//! (see [`crafted`]).
 
 use std::collections::HashMap as StdHashMap;
 use std::hint::black_box;
@@ -40,6 +47,9 @@ use uuid::Uuid;
 #[path = "common/binding.rs"]
 mod common;
 use common::{key, spawned, Hp, Level, Rng};
+#[path = "common/keyed_table.rs"]
+mod keyed_table;
+use keyed_table::KeyedTable;
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::RandomState>;
 /// hashbrown + foldhash keyed by the same 32-byte `PersistentObjectKey` as the table.
@@ -63,6 +73,7 @@ struct Fixture {
     std: StdHashMap<Uuid, EntityId>,
     fold: FoldMap,
     fold_key: FoldKeyMap,
+    keyed: KeyedTable,
     sorted: Vec<(Uuid, EntityId)>,
 }
 
@@ -85,6 +96,10 @@ fn build(n: usize) -> Fixture {
     let mut fold_key =
         FoldKeyMap::with_capacity_and_hasher(n, foldhash::fast::RandomState::default());
     fold_key.extend(pairs.iter().map(|&(o, e)| (key(instance, o), e)));
+    let mut keyed = KeyedTable::with_capacity(n, KeyedTable::random_secret());
+    for &(o, e) in &pairs {
+        assert!(keyed.insert(key(instance, o), e));
+    }
     let mut sorted = pairs;
     sorted.sort_unstable_by_key(|a| a.0);
 
@@ -109,6 +124,7 @@ fn build(n: usize) -> Fixture {
         std,
         fold,
         fold_key,
+        keyed,
         sorted,
     };
     // Every contender finds the same entities on the whole stream.
@@ -118,6 +134,7 @@ fn build(n: usize) -> Fixture {
         Fixture::std_hashmap,
         Fixture::hashbrown_foldhash,
         Fixture::hashbrown_foldhash_key,
+        Fixture::hashbrown_table_keyed,
         Fixture::sorted_vec,
     ] {
         assert_eq!(
@@ -175,6 +192,14 @@ impl Fixture {
             .sum()
     }
 
+    /// hashbrown's layout with the table's keyed hash, the same 32-byte keys.
+    fn hashbrown_table_keyed(&self, at: usize) -> u64 {
+        black_box(&self.keys[at..at + BATCH])
+            .iter()
+            .map(|k| self.read(self.keyed.get(k)))
+            .sum()
+    }
+
     fn sorted_vec(&self, at: usize) -> u64 {
         black_box(&self.uuids[at..at + BATCH])
             .iter()
@@ -194,12 +219,13 @@ fn fixture(i: usize) -> &'static Fixture {
 fn resolve_read(c: &mut Criterion) {
     let mut group = c.benchmark_group("resolve_read");
     group.throughput(Throughput::Elements(BATCH as u64));
-    let contenders: [(&str, Contender); 6] = [
+    let contenders: [(&str, Contender); 7] = [
         ("ludus", Fixture::ludus),
         ("ludus_batch", Fixture::ludus_batch),
         ("std_hashmap", Fixture::std_hashmap),
         ("hashbrown_foldhash", Fixture::hashbrown_foldhash),
         ("hashbrown_foldhash_key", Fixture::hashbrown_foldhash_key),
+        ("hashbrown_table_keyed", Fixture::hashbrown_table_keyed),
         ("sorted_vec", Fixture::sorted_vec),
     ];
     for (i, &n) in SIZES.iter().enumerate() {
@@ -266,6 +292,21 @@ impl ActivationInputs {
         self.insert_all(&mut m);
         m
     }
+
+    /// hashbrown's layout with the table's keyed hash: allocation and inserts, each refusing
+    /// a bound key as activation does.
+    fn build_keyed(&self) -> KeyedTable {
+        let mut t = KeyedTable::with_capacity(ACTIVATE, KeyedTable::random_secret());
+        self.insert_keyed(&mut t);
+        t
+    }
+
+    /// The inserts of [`build_keyed`](Self::build_keyed) alone.
+    fn insert_keyed(&self, t: &mut KeyedTable) {
+        for &(k, e) in black_box(&self.pairs) {
+            assert!(t.insert(k, e));
+        }
+    }
 }
 
 fn activate_100k(c: &mut Criterion) {
@@ -285,6 +326,24 @@ fn activate_100k(c: &mut Criterion) {
     group.bench_function("hashbrown_foldhash_key", |b| {
         // Allocation and inserts timed; the drop is not (as the ludus world's).
         b.iter_batched(|| (), |()| inputs.build(), BatchSize::PerIteration)
+    });
+    group.bench_function("hashbrown_table_keyed", |b| {
+        b.iter_batched(|| (), |()| inputs.build_keyed(), BatchSize::PerIteration)
+    });
+    let keyed = inputs.build_keyed();
+    group.bench_function("hashbrown_table_keyed_preallocated", |b| {
+        b.iter_batched(
+            || {
+                let mut t = keyed.clone();
+                t.clear();
+                t
+            },
+            |mut t| {
+                inputs.insert_keyed(&mut t);
+                t
+            },
+            BatchSize::PerIteration,
+        )
     });
     // Storage allocated and touched in the setup: a clone of a built map, emptied.
     let template = inputs.build();
@@ -308,96 +367,105 @@ fn activate_100k(c: &mut Criterion) {
 criterion_group!(benches, resolve_read, activate_100k);
 
 /// `LUDUS_INTERLEAVE=<rounds>`: activation only, the contenders alternated within each round
-/// (which goes first alternates too), each timed once per round, so a phase of the shared
-/// host lands on both alike; prints the medians and the median of the per-round ratios.
+/// (which goes first rotates too), each timed once per round, so a phase of the shared host
+/// lands on all alike; prints the medians and the median of ludus's per-round ratio to each.
 fn interleaved_activation(rounds: usize) {
+    use std::time::Duration;
     let inputs = ActivationInputs::new();
-    let ludus = || {
-        let (mut w, batch) = inputs.fresh();
-        let t = Instant::now();
-        w.activate(black_box(&batch)).unwrap();
-        let d = t.elapsed();
-        drop(black_box(w));
-        d
-    };
-    let fold = || {
-        let t = Instant::now();
-        let m = inputs.build();
-        let d = t.elapsed();
-        drop(black_box(m));
-        d
-    };
     // The inserts alone, into storage allocated and touched before the clock starts.
     let template = inputs.build();
-    let prealloc = || {
-        let mut m = template.clone();
-        m.clear();
-        let t = Instant::now();
-        inputs.insert_all(&mut m);
-        let d = t.elapsed();
-        drop(black_box(m));
-        d
-    };
-    let (mut ours, mut theirs, mut pre) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds {
-        if round % 2 == 0 {
-            ours.push(ludus());
-            theirs.push(fold());
-            pre.push(prealloc());
-        } else {
-            pre.push(prealloc());
-            theirs.push(fold());
-            ours.push(ludus());
+    let keyed = inputs.build_keyed();
+    let contenders: [(&str, &dyn Fn() -> Duration); 5] = [
+        ("ludus", &|| {
+            let (mut w, batch) = inputs.fresh();
+            let t = Instant::now();
+            w.activate(black_box(&batch)).unwrap();
+            let d = t.elapsed();
+            drop(black_box(w));
+            d
+        }),
+        ("hashbrown_foldhash_key", &|| {
+            let t = Instant::now();
+            let m = inputs.build();
+            let d = t.elapsed();
+            drop(black_box(m));
+            d
+        }),
+        ("hashbrown_foldhash_key_preallocated", &|| {
+            let mut m = template.clone();
+            m.clear();
+            let t = Instant::now();
+            inputs.insert_all(&mut m);
+            let d = t.elapsed();
+            drop(black_box(m));
+            d
+        }),
+        ("hashbrown_table_keyed", &|| {
+            let t = Instant::now();
+            let m = inputs.build_keyed();
+            let d = t.elapsed();
+            drop(black_box(m));
+            d
+        }),
+        ("hashbrown_table_keyed_preallocated", &|| {
+            let mut m = keyed.clone();
+            m.clear();
+            let t = Instant::now();
+            inputs.insert_keyed(&mut m);
+            let d = t.elapsed();
+            drop(black_box(m));
+            d
+        }),
+    ];
+    let k = contenders.len();
+    let mut times = [(); 5].map(|()| Vec::with_capacity(rounds));
+    for r in 0..rounds {
+        for j in 0..k {
+            let c = (r + j) % k;
+            times[c].push((contenders[c].1)());
         }
     }
-    let ratio = |b: &[std::time::Duration]| {
-        let mut r: Vec<f64> = ours
+    for (c, (name, _)) in contenders.iter().enumerate() {
+        let mut ratios: Vec<f64> = times[0]
             .iter()
-            .zip(b)
+            .zip(&times[c])
             .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
             .collect();
-        r.sort_by(f64::total_cmp);
-        (r[rounds / 2], r[0], r[rounds - 1])
-    };
-    let (vs_fold, vs_pre) = (ratio(&theirs), ratio(&pre));
-    ours.sort();
-    theirs.sort();
-    pre.sort();
-    println!(
-        "activate_100k ({rounds} rounds, medians): ludus {:?}, hashbrown_foldhash_key {:?} \
-         (ludus ÷ it {:.2}, rounds {:.2}..{:.2}), hashbrown_foldhash_key_preallocated {:?} \
-         (ludus ÷ it {:.2}, rounds {:.2}..{:.2})",
-        ours[rounds / 2],
-        theirs[rounds / 2],
-        vs_fold.0,
-        vs_fold.1,
-        vs_fold.2,
-        pre[rounds / 2],
-        vs_pre.0,
-        vs_pre.1,
-        vs_pre.2
-    );
+        ratios.sort_by(f64::total_cmp);
+        let mut t = times[c].clone();
+        t.sort();
+        println!(
+            "activate_100k/{name} ({rounds} rounds): median {:?}, ludus ÷ it {:.2} \
+             (rounds {:.2}..{:.2})",
+            t[rounds / 2],
+            ratios[rounds / 2],
+            ratios[0],
+            ratios[rounds - 1]
+        );
+    }
 }
 
-/// `LUDUS_INTERLEAVE_RESOLVE=<rounds>`: `resolve_read` of `ludus`, `ludus_batch` and the
-/// same-work peer at every size, one timed span of [`SPAN`] batches of each per round (the order
+/// `LUDUS_INTERLEAVE_RESOLVE=<rounds>`: `resolve_read` of `ludus`, `ludus_batch`, the
+/// same-work peer and hashbrown's layout with the table's hash at every size, one timed span of [`SPAN`] batches of each per round (the order
 /// rotates by round; each contender walks on along its own copy of the stream position);
 /// prints each one's median ns per lookup and the median of its per-round ratio to the peer.
 fn interleaved_resolve(rounds: usize) {
     const SPAN: usize = 64;
-    let contenders: [(&str, Contender); 3] = [
+    let contenders: [(&str, Contender); 4] = [
         ("hashbrown_foldhash_key", Fixture::hashbrown_foldhash_key),
         ("ludus", Fixture::ludus),
         ("ludus_batch", Fixture::ludus_batch),
+        ("hashbrown_table_keyed", Fixture::hashbrown_table_keyed),
     ];
+    let count = contenders.len();
     for (i, &n) in SIZES.iter().enumerate() {
         let fx = fixture(i);
         let len = fx.keys.len();
-        let mut at = [0usize; 3];
-        let mut times = [(); 3].map(|()| Vec::with_capacity(rounds));
+        let mut at = [0usize; 4];
+        let mut times = [(); 4].map(|()| Vec::with_capacity(rounds));
         for r in 0..rounds {
-            for j in 0..3 {
-                let k = (r + j) % 3;
+            for j in 0..count {
+                let k = (r + j) % count;
                 let t = Instant::now();
                 let mut sum = 0;
                 for _ in 0..SPAN {
@@ -423,6 +491,40 @@ fn interleaved_resolve(rounds: usize) {
     }
 }
 
+/// `LUDUS_CRAFTED=1`: what a collision set crafted against a leaked secret costs hashbrown's
+/// layout, which has no probe bound: `n` keys whose hashes are all equal (the object half's
+/// first word equal to the secret's first word zeroes its fold; one instance), inserted into a
+/// [`KeyedTable`] with that secret, for doubling `n`. The library's table refuses such a key
+/// at `MAX_PROBE` (`CandidateRejection::ProbeLimit`), so its cost stays linear.
+fn crafted() {
+    let mut rng = Rng(0x6372_6166_7465_6400);
+    // A first word that is a version-4 UUID's (byte 6's high nibble 4, read little-endian).
+    let w0 = (rng.next() & !(0xf << 52)) | (0x4 << 52);
+    let secret = [w0, rng.next(), rng.next(), rng.next()];
+    let instance = InstanceId::from_uuid(rng.uuid()).unwrap();
+    let mut previous: Option<f64> = None;
+    for n in [1_000usize, 2_000, 4_000, 8_000, 16_000] {
+        let keys: Vec<PersistentObjectKey> = (0..n)
+            .map(|_| {
+                // Word 1: the RFC variant in byte 8 (its top two bits 10), the rest random.
+                let w1 = (rng.next() & !0xc0) | 0x80;
+                let bytes: [u8; 16] = bytemuck::cast([w0, w1]);
+                key(instance, Uuid::from_bytes(bytes))
+            })
+            .collect();
+        let t = Instant::now();
+        let mut table = KeyedTable::with_capacity(n, secret);
+        for (i, &k) in keys.iter().enumerate() {
+            assert!(table.insert(k, EntityId::from_raw_parts(1, i as u32, 0)));
+        }
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        black_box(&table);
+        let growth = previous.map_or(String::new(), |p| format!(", ×{:.1} the previous", ms / p));
+        println!("crafted/hashbrown_table_keyed/{n}: {ms:.2} ms{growth}");
+        previous = Some(ms);
+    }
+}
+
 /// The positive round count in environment variable `var`, if set.
 fn rounds(var: &str) -> Option<usize> {
     std::env::var(var)
@@ -432,6 +534,10 @@ fn rounds(var: &str) -> Option<usize> {
 }
 
 fn main() {
+    if std::env::var_os("LUDUS_CRAFTED").is_some() {
+        crafted();
+        return;
+    }
     if let Some(rounds) = rounds("LUDUS_INTERLEAVE_RESOLVE") {
         interleaved_resolve(rounds);
         return;

@@ -3,7 +3,8 @@
 //! (1M is kept out of callgrind: too slow), and
 //! activating 10k keys into a fresh durable world. Foldhash `hashbrown` peers of both (lookup
 //! loop; `with_capacity_and_hasher` + inserts), keyed by the same 32-byte key (`_key`, the
-//! same work) and by the object UUID alone.
+//! same work) and by the object UUID alone, and `hashbrown::HashTable` hashed with the table's
+//! own keyed fold under a fixed secret (`_table_keyed`: hashbrown's layout, the library's hash).
 //!
 //! One lookup run is [`BATCH`] queries from a shuffled stream, 90% hits and 10% misses, each hit
 //! followed by `w.get::<Hp>(e)`; divide Ir by [`BATCH`] for instructions per lookup. The keys and
@@ -22,10 +23,22 @@ use uuid::Uuid;
 #[path = "common/binding.rs"]
 mod common;
 use common::{key, spawned, Hp, Level, Rng};
+#[path = "common/keyed_table.rs"]
+mod keyed_table;
+use keyed_table::KeyedTable;
 
 type FoldMap = hashbrown::HashMap<Uuid, EntityId, foldhash::fast::FixedState>;
 /// The same-work peer: keyed by the same 32-byte `PersistentObjectKey` as the table.
 type FoldKeyMap = hashbrown::HashMap<PersistentObjectKey, EntityId, foldhash::fast::FixedState>;
+
+/// The fixed secret of the [`KeyedTable`] contenders (hashbrown's layout with the table's
+/// keyed hash), so their counts repeat.
+const SECRET: [u64; 4] = [
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+];
 
 /// Lookups per run.
 const BATCH: usize = 1024;
@@ -144,6 +157,33 @@ fn resolve_read_hashbrown_foldhash_key((w, map, queries): PeerKeyLookup) -> u64 
         .sum()
 }
 
+type PeerKeyedLookup = (Level, KeyedTable, Vec<PersistentObjectKey>);
+
+fn peer_keyed_setup(n: usize) -> PeerKeyedLookup {
+    let (w, queries) = lookup_setup(n);
+    let mut table = KeyedTable::with_capacity(n, SECRET);
+    for (k, e, _) in w.durable().bindings().iter() {
+        assert!(table.insert(k, e));
+    }
+    (w, table, queries)
+}
+
+// hashbrown's layout (`HashTable`, the key in the bucket) with the table's keyed hash.
+#[library_benchmark]
+#[bench::k1000(args = (1_000), setup = peer_keyed_setup)]
+#[bench::k100000(args = (100_000), setup = peer_keyed_setup)]
+fn resolve_read_hashbrown_table_keyed((w, table, queries): PeerKeyedLookup) -> u64 {
+    queries
+        .iter()
+        .map(|k| {
+            table
+                .get(black_box(k))
+                .and_then(|e| w.get::<Hp>(e))
+                .map_or(0, |h| u64::from(h.0))
+        })
+        .sum()
+}
+
 type Activate = (Level, Vec<Activation>);
 
 fn activate_setup(n: usize) -> Activate {
@@ -191,11 +231,24 @@ fn activate_hashbrown_foldhash_key(pairs: Vec<(PersistentObjectKey, EntityId)>) 
     m
 }
 
+// hashbrown's layout with the table's keyed hash: `with_capacity` + `n` inserts, each refusing
+// a bound key.
+#[library_benchmark]
+#[bench::k10000(args = (ACTIVATE), setup = key_pairs_setup)]
+fn activate_hashbrown_table_keyed(pairs: Vec<(PersistentObjectKey, EntityId)>) -> KeyedTable {
+    let mut t = KeyedTable::with_capacity(pairs.len(), SECRET);
+    for &(k, e) in &pairs {
+        assert!(t.insert(k, e));
+    }
+    t
+}
+
 library_benchmark_group!(
     name = binding;
     benchmarks = resolve_read, resolve_batch_read, resolve_read_hashbrown_foldhash,
-        resolve_read_hashbrown_foldhash_key,
-        activate, activate_hashbrown_foldhash, activate_hashbrown_foldhash_key
+        resolve_read_hashbrown_foldhash_key, resolve_read_hashbrown_table_keyed,
+        activate, activate_hashbrown_foldhash, activate_hashbrown_foldhash_key,
+        activate_hashbrown_table_keyed
 );
 
 main!(library_benchmark_groups = binding);
