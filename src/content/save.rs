@@ -619,18 +619,19 @@ fn sort_key(object: u128, slot: u32) -> u64 {
 ///
 /// # Errors
 /// [`SaveError::RepeatedLabel`] when two stored labels are equal, or a stored label spells
-/// the UUID of another saved entity whose label is its UUID: the record would hold a label
-/// twice, and replacing a stored one would drop it. (For a level's intermediate record such a
-/// stored label becomes its own UUID there: the level writes the stored one.)
+/// the UUID of another saved entity whose label is its UUID (the first such holder in document
+/// order is named): the record would hold a label twice, and replacing a stored one would drop
+/// it. (For a level's intermediate record such a stored label becomes its own UUID there, and
+/// so does every stored label that spells a UUID so exposed: the level writes the stored ones.)
 fn settle_labels(
     saved: &mut Saved<'_>,
     keyed: &[u64],
     mut named: Vec<u64>,
     labels: Labels,
 ) -> Result<(), SaveError> {
-    // Candidates as long as a UUID's text, in slot order (`named` is, until it is sorted): a
-    // derived one that spells a saved UUID is dropped now; a stored one is checked once the
-    // repeats are settled (below).
+    // Candidates as long as a UUID's text: a derived one that spells a saved UUID is dropped
+    // now (whatever the others' labels: the order of this pass does not matter); a stored one
+    // is checked once the repeats are settled (below).
     let mut spelling = Vec::new();
     for &v in &named {
         let slot = v as u32;
@@ -663,20 +664,40 @@ fn settle_labels(
         }
     }
     // A stored label that spells another saved entity's UUID, where that entity's label is
-    // its UUID.
-    for slot in spelling {
-        let spelled = Uuid::try_parse_ascii(saved.text(slot))
-            .ok()
-            .map(|u| u.as_u128());
-        let other = spelled.and_then(|u| saved.slot_of(keyed, u));
-        if other.is_some_and(|o| o != slot && !saved.label(o)) {
-            match labels {
-                Labels::Record => return Err(repeated(saved, slot)),
-                Labels::Level => saved.set_label(slot, false),
+    // its UUID: `(spelled entity, holder)` pairs, sorted by the spelled entity.
+    let mut spells: Vec<(u32, u32)> = spelling
+        .into_iter()
+        .filter_map(|slot| {
+            let spelled = Uuid::try_parse_ascii(saved.text(slot)).ok()?.as_u128();
+            let other = saved.slot_of(keyed, spelled)?;
+            (other != slot).then_some((other, slot))
+        })
+        .collect();
+    let clashing = spells.iter().filter(|&&(o, _)| !saved.label(o));
+    match labels {
+        // The first holder in document order, whatever the slots.
+        Labels::Record => match clashing.map(|&(_, s)| s).min_by_key(|&s| saved.rank_of(s)) {
+            Some(slot) => Err(repeated(saved, slot)),
+            None => Ok(()),
+        },
+        // A holder whose label becomes its UUID makes every label that spells that UUID a
+        // repeat in turn, so drops are followed to the end: each label drops at most once, and
+        // the labels dropped do not depend on the order they are found in.
+        Labels::Level => {
+            let mut work: Vec<u32> = clashing.map(|&(_, s)| s).collect();
+            spells.sort_unstable();
+            while let Some(slot) = work.pop() {
+                if !saved.label(slot) {
+                    continue;
+                }
+                saved.set_label(slot, false);
+                let from = spells.partition_point(|&(o, _)| o < slot);
+                let spelling_it = spells[from..].iter().take_while(|&&(o, _)| o == slot);
+                work.extend(spelling_it.map(|&(_, s)| s));
             }
+            Ok(())
         }
     }
-    Ok(())
 }
 
 /// `keyed` (UUID order, every saved entity's parent saved) in the hierarchy's document order:

@@ -135,6 +135,65 @@ fn a_held_label_spelling_another_uuid_refuses_a_record_not_a_level() {
     assert_eq!(save_level(&fresh, instance(0)).unwrap(), file);
 }
 
+/// `ring(4)` restored in record order, or reversed (slots then run against UUID order), with
+/// `labels` set: `(entity, label)`, `""` for a derived label (the entity's UUID).
+fn labelled(reversed: bool, labels: &[(u64, String)]) -> Level {
+    let mut record = ring(4);
+    if reversed {
+        record.entities.reverse();
+    }
+    let mut w = level(8);
+    restore_world(&record, instance(0), &mut w).unwrap();
+    for (n, label) in labels {
+        let key = PersistentObjectKey::new(instance(0), object(*n));
+        let e = w.resolve(&key).entity().unwrap();
+        w.set_label(e, label).unwrap();
+    }
+    w
+}
+
+/// Held labels that spell UUIDs in a chain save the same whatever the slots: a level's
+/// intermediate record follows the chain to its end, and a record names the first holder in
+/// UUID order.
+#[test]
+fn held_labels_spelling_uuids_save_the_same_whatever_the_slots() {
+    // 1's label is its UUID. 0 holds that text, so in a level's intermediate record 0's label
+    // becomes 0's UUID, which 2 holds: 2's becomes its UUID too.
+    let chain = [
+        (1, String::new()),
+        (3, String::new()),
+        (0, uuid_text(1)),
+        (2, uuid_text(0)),
+    ];
+    let (fwd, rev) = (labelled(false, &chain), labelled(true, &chain));
+    let file = save_level(&fwd, instance(0)).unwrap();
+    assert_eq!(save_level(&rev, instance(0)).unwrap(), file);
+    let held: Vec<&str> = file.entities.iter().map(|e| e.label.as_str()).collect();
+    assert!(held.contains(&uuid_text(1).as_str()), "{held:?}");
+    assert!(held.contains(&uuid_text(0).as_str()), "{held:?}");
+    let mut fresh = level(8);
+    restore_level(&file, Some(instance(0)), &mut fresh).unwrap();
+    assert_eq!(save_level(&fresh, instance(0)).unwrap(), file);
+    // Two holders whose spelled entities' labels are their UUIDs: 0 and 2.
+    let both = [
+        (1, String::new()),
+        (3, String::new()),
+        (0, uuid_text(3)),
+        (2, uuid_text(1)),
+    ];
+    for labels in [&chain, &both] {
+        for reversed in [false, true] {
+            let w = labelled(reversed, labels);
+            let err = save_world(&w, instance(0), SCHEMA, document()).unwrap_err();
+            assert!(
+                matches!(&err, SaveError::RepeatedLabel { entity, .. } if *entity == object(0)),
+                "{err}"
+            );
+            assert!(save_level(&w, instance(0)).is_ok());
+        }
+    }
+}
+
 #[test]
 fn dead_targets_save_as_no_target_and_outside_targets_are_refused() {
     let mut w = level(16);
