@@ -47,7 +47,9 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// [`string`] of bytes the caller checked to be UTF-8: they are read as text (checked again)
-/// only when some byte needs an escape; bytes that are not UTF-8 write `""`.
+/// only when some byte needs an escape. The caller's check is what keeps the output text:
+/// bytes that are not UTF-8 are copied as they are when no byte needs an escape, and write
+/// `""` when one does.
 pub(crate) fn string_of_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
     if needs_escape(bytes) {
         escape(out, core::str::from_utf8(bytes).unwrap_or_default());

@@ -182,6 +182,33 @@ mod tests {
         }
     }
 
+    /// Values of different lengths, one held inline and one on the heap, compare, order and
+    /// hash as their bytes do (a derived order would put every inline form first).
+    #[test]
+    fn values_in_different_forms_compare_as_their_bytes() {
+        let n = INLINE_VALUE_BYTES;
+        let cases: [(Vec<u8>, Vec<u8>); 5] = [
+            (vec![0xff], vec![0; n + 1]),
+            (vec![0; n], vec![0; n + 1]),
+            (vec![1; n], vec![0; n + 1]),
+            (vec![0xff; n], vec![0xff; n + 1]),
+            (vec![], vec![0; 2 * n]),
+        ];
+        for (x, y) in cases {
+            let (a, b) = (HexBytes::from(x.clone()), HexBytes::from(&y[..]));
+            assert!(matches!(a.0, Repr::Inline { .. }) && matches!(b.0, Repr::Heap(_)));
+            assert_eq!(a.cmp(&b), x.cmp(&y), "{x:?} {y:?}");
+            assert_eq!(b.cmp(&a), y.cmp(&x));
+            assert_eq!(a == b, x == y);
+            let plain = |v: &[u8]| {
+                let mut h = DefaultHasher::new();
+                v.hash(&mut h);
+                h.finish()
+            };
+            assert_eq!((hash(&a), hash(&b)), (plain(&x), plain(&y)));
+        }
+    }
+
     #[test]
     fn writes_through_deref_mut_keep_the_length() {
         for n in [3, INLINE_VALUE_BYTES + 3] {
@@ -198,6 +225,10 @@ mod tests {
         let text = serde_json::to_string(&a).unwrap();
         assert_eq!(text, "\"0aff10\"");
         assert_eq!(serde_json::from_str::<HexBytes>(&text).unwrap(), a);
+        let long = HexBytes::from((0..=INLINE_VALUE_BYTES as u8 + 9).collect::<Vec<u8>>());
+        let text = serde_json::to_string(&long).unwrap();
+        assert_eq!(text.len(), 2 + 2 * long.len());
+        assert_eq!(serde_json::from_str::<HexBytes>(&text).unwrap(), long);
         for bad in ["\"0AFF\"", "\"abc\"", "\"zz\""] {
             assert!(serde_json::from_str::<HexBytes>(bad).is_err(), "{bad}");
         }

@@ -721,6 +721,15 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Runs `f` and returns what it returned with the allocations it made on this thread.
+pub fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = ALLOCS.with(|c| c.get());
+    ARMED.with(|a| a.set(true));
+    let out = f();
+    ARMED.with(|a| a.set(false));
+    (out, ALLOCS.with(|c| c.get()) - before)
+}
+
 #[test]
 fn hierarchy_operations_do_not_allocate() {
     let mut w = world(16, 48, OrphanPolicy::ToGrandparent);

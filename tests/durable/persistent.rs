@@ -879,12 +879,34 @@ mod checkpoint_model {
     }
 }
 
+/// A prepared spawn of short values that reference no entity holds one heap block (its list
+/// of values): the names are the roster's and the bytes are held inline, so a copy allocates
+/// once. A long value holds a block of its own.
+#[test]
+fn a_prepared_spawn_of_short_values_holds_one_heap_block() {
+    let bundle = (Pos { x: 1.0, y: 2.0 }, Hp(7));
+    let p = PreparedSpawn::prepare::<Sim, _, _>(bundle, &mut SeqEntropy::new(1)).unwrap();
+    assert!(p
+        .components
+        .iter()
+        .all(|c| matches!(c.component, Cow::Borrowed(_))));
+    let (copy, blocks) = crate::hierarchy::allocations(|| p.clone());
+    assert_eq!((copy, blocks), (p, 1));
+    let long = [7u8; ludus::durable::INLINE_VALUE_BYTES + 1];
+    let (_, blocks) = crate::hierarchy::allocations(|| HexBytes::from(&long[..]));
+    assert_eq!(blocks, 1);
+    let short = [7u8; ludus::durable::INLINE_VALUE_BYTES];
+    let (_, blocks) = crate::hierarchy::allocations(|| HexBytes::from(&short[..]));
+    assert_eq!(blocks, 0);
+}
+
 /// Transactions of creates only (the batched path) against a model: a run of fresh creates
 /// with, at a drawn place, one fault (a repeat of an earlier create of the same transaction, an
 /// id already live, an unknown or missized component, an authored id, or more creates than
 /// slots). A failed one changes nothing (digest, invariant, binding table consistent, the
 /// same ids resolve) and names the first faulty command; the retry without the fault creates
-/// every entity with its values.
+/// every entity with its values. Half the creates name their components with owned text (as
+/// parsed ones do), half with the roster's borrowed names.
 mod create_batch_model {
     use super::*;
     use proptest::prelude::*;
@@ -939,6 +961,16 @@ mod create_batch_model {
                     1 => PreparedSpawn::prepare::<Sim, _, _>((pos(i),), &mut entropy),
                     _ => PreparedSpawn::prepare::<Sim, _, _>((pos(i), Hp(7)), &mut entropy),
                 }
+                .map(|mut p| {
+                    // Every other one names its components with owned text, as a parsed
+                    // command does: a run mixes them with the roster's borrowed names.
+                    if i % 2 == 1 {
+                        for c in &mut p.components {
+                            c.component = c.component.to_string().into();
+                        }
+                    }
+                    p
+                })
                 .unwrap()
             })
             .collect();

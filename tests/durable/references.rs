@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use ludus::durable::{
     digest_hex, BindingKind, CheckpointError, ComponentValue, EntityRefs, HexBytes, PrepareError,
     PreparedSpawn, ReplayEntry, ReplayLog, Transaction, TxCommand, TxError, TxRejection,
-    REPLAY_FORMAT,
+    INLINE_VALUE_BYTES, REPLAY_FORMAT,
 };
 use ludus::identity::test_entropy::SeqEntropy;
 use ludus::identity::PersistentId;
@@ -157,6 +157,114 @@ fn a_checkpoint_restore_keeps_every_link_on_its_restored_target() {
     y.restore(&serde_json::from_str(&text).unwrap()).unwrap();
     assert_eq!(target_of(&y, &b), y.entity_of(&a).unwrap());
     assert_eq!(y.checkpoint_digest().unwrap(), digest);
+}
+
+/// Two members and a strength: a value longer than a prepared command holds inline.
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+#[repr(C)]
+pub struct Squad {
+    /// The members.
+    pub members: [EntityId; 2],
+    /// Strength.
+    pub strength: f32,
+    /// Padding.
+    pub _pad: u32,
+}
+
+impl EntityRefs for Squad {
+    fn visit_entities(&mut self, visit: &mut dyn FnMut(&mut EntityId)) {
+        self.members.iter_mut().for_each(visit);
+    }
+}
+
+ludus::world! {
+    /// Bodies in squads.
+    pub struct Barracks {
+        /// Bodies.
+        pub body: Body,
+        /// Squads.
+        pub squad: Squad,
+    }
+    durable { entity_refs { Squad } }
+}
+
+/// Values too long to be held inline take the heap form through every path a reference
+/// travels: a batched create, a replay through JSON onto other slots, and a checkpoint.
+#[test]
+fn long_values_keep_their_references_through_batches_replays_and_checkpoints() {
+    assert!(core::mem::size_of::<Squad>() > INLINE_VALUE_BYTES);
+    let barracks = || {
+        let mut w = Barracks::try_new_durable(16, DurableConfig::default()).unwrap();
+        w.begin_structural();
+        w
+    };
+    let mut x = barracks();
+    let mut entropy = SeqEntropy::new(1);
+    let bodies: Vec<PreparedSpawn> = (0..4)
+        .map(|i| {
+            let body = (Body { x: i as f32 },);
+            PreparedSpawn::prepare::<Barracks, _, _>(body, &mut entropy).unwrap()
+        })
+        .collect();
+    let first = tx(bodies.iter().cloned().map(create).collect());
+    x.transact(&first).unwrap();
+    let squads: Vec<PreparedSpawn> = (0..3)
+        .map(|i| {
+            let members = [&bodies[i].id, &bodies[i + 1].id].map(|id| x.entity_of(id).unwrap());
+            let squad = Squad {
+                members,
+                strength: i as f32,
+                _pad: 0,
+            };
+            PreparedSpawn::prepare_in(&x, (Body { x: 9.0 }, squad), &mut entropy).unwrap()
+        })
+        .collect();
+    for (i, s) in squads.iter().enumerate() {
+        let value = &s.components[1];
+        assert_eq!(value.bytes.len(), core::mem::size_of::<Squad>());
+        assert_eq!(value.refs, [Some(bodies[i].id), Some(bodies[i + 1].id)]);
+    }
+    // One transaction of three creates of one shape: the batched path.
+    let second = tx(squads.iter().cloned().map(create).collect());
+    x.transact(&second).unwrap();
+    let check = |w: &Barracks| {
+        for (i, s) in squads.iter().enumerate() {
+            let squad = w.get::<Squad>(w.entity_of(&s.id).unwrap()).unwrap();
+            let want = [&bodies[i].id, &bodies[i + 1].id].map(|id| w.entity_of(id).unwrap());
+            assert_eq!(squad.members, want);
+            assert_eq!(squad.strength, i as f32);
+        }
+    };
+    check(&x);
+    let digest = x.checkpoint_digest().unwrap();
+    let log = ReplayLog {
+        format: REPLAY_FORMAT.into(),
+        version: 1,
+        entries: vec![
+            ReplayEntry {
+                tick: 1,
+                transaction: first,
+            },
+            ReplayEntry {
+                tick: 2,
+                transaction: second,
+            },
+        ],
+    };
+    let log: ReplayLog = serde_json::from_str(&serde_json::to_string(&log).unwrap()).unwrap();
+    let mut y = barracks();
+    y.spawn((Body { x: -1.0 },)).unwrap();
+    y.replay(&log).unwrap();
+    check(&y);
+    assert_ne!(
+        x.entity_of(&bodies[0].id).unwrap().slot(),
+        y.entity_of(&bodies[0].id).unwrap().slot()
+    );
+    let text = serde_json::to_string(&x.checkpoint().unwrap()).unwrap();
+    let mut z = barracks();
+    z.restore(&serde_json::from_str(&text).unwrap()).unwrap();
+    check(&z);
+    assert_eq!(z.checkpoint_digest().unwrap(), digest);
 }
 
 #[test]
