@@ -27,8 +27,8 @@
 //!
 //! `cargo bench -p ludus-benches --bench binding -- --warm-up-time 1 --measurement-time 3`.
 //! `LUDUS_INTERLEAVE=<rounds> cargo bench -p ludus-benches --bench binding` times only the
-//! activation, the two contenders alternated round by round (the shared-machine protocol of
-//! `docs/benchmarking.md`), and prints the median of the per-round ratios.
+//! activation, its five contenders rotated round by round (the shared-machine protocol of
+//! `docs/benchmarking.md`), and prints the median of ludus's per-round ratio to each.
 //! `LUDUS_INTERLEAVE_RESOLVE=<rounds>` times only `resolve_read` of `ludus`, `ludus_batch`,
 //! `hashbrown_foldhash_key` and `hashbrown_table_keyed`, alternated the same way.
 //! `LUDUS_CRAFTED=1` times inserting a crafted collision set into `hashbrown_table_keyed`
