@@ -146,10 +146,25 @@ impl<'de> Deserialize<'de> for HexBytes {
             b'a'..=b'f' => Ok(c - b'a' + 10),
             _ => Err(serde::de::Error::custom("lowercase hex digit expected")),
         };
-        b.chunks(2)
-            .map(|p| Ok(digit(p[0])? << 4 | digit(p[1])?))
-            .collect::<Result<Vec<u8>, D::Error>>()
-            .map(HexBytes::from)
+        let byte = |p: &[u8]| Ok(digit(p[0])? << 4 | digit(p[1])?);
+        let len = b.len() / 2;
+        if len > INLINE_VALUE_BYTES {
+            return b
+                .chunks(2)
+                .map(byte)
+                .collect::<Result<Vec<u8>, D::Error>>()
+                .map(Self::from);
+        }
+        // Short: decoded in place, no heap block.
+        let mut buf = [0; INLINE_VALUE_BYTES];
+        for (out, p) in buf.iter_mut().zip(b.chunks(2)) {
+            *out = byte(p)?;
+        }
+        // `len ≤ INLINE_VALUE_BYTES < 256`.
+        Ok(Self(Repr::Inline {
+            len: len as u8,
+            buf,
+        }))
     }
 }
 
@@ -229,7 +244,17 @@ mod tests {
         let text = serde_json::to_string(&long).unwrap();
         assert_eq!(text.len(), 2 + 2 * long.len());
         assert_eq!(serde_json::from_str::<HexBytes>(&text).unwrap(), long);
-        for bad in ["\"0AFF\"", "\"abc\"", "\"zz\""] {
+        // Parsed values take the form built ones do.
+        for n in [0, INLINE_VALUE_BYTES, INLINE_VALUE_BYTES + 1] {
+            let v = HexBytes::from(vec![0xab; n]);
+            let back: HexBytes = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+            assert_eq!(back, v);
+            assert_eq!(
+                matches!(back.0, Repr::Inline { .. }),
+                n <= INLINE_VALUE_BYTES
+            );
+        }
+        for bad in ["\"0AFF\"", "\"abc\"", "\"zz\"", "\"0g\""] {
             assert!(serde_json::from_str::<HexBytes>(bad).is_err(), "{bad}");
         }
     }
