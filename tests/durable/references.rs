@@ -75,6 +75,18 @@ fn create(spawn: PreparedSpawn) -> TxCommand {
     TxCommand::Create { spawn }
 }
 
+/// A replay log of `transactions`, at ticks 1, 2, ….
+fn log_of<const N: usize>(transactions: [Transaction; N]) -> ReplayLog {
+    ReplayLog {
+        format: REPLAY_FORMAT.into(),
+        version: 1,
+        entries: (1..)
+            .zip(transactions)
+            .map(|(tick, transaction)| ReplayEntry { tick, transaction })
+            .collect(),
+    }
+}
+
 /// World `x` of the reproducer: stable A, then stable B aiming at A; returns the log of both
 /// transactions and the two ids.
 fn aimed(x: &mut Range) -> (ReplayLog, PersistentId, PersistentId) {
@@ -93,20 +105,7 @@ fn aimed(x: &mut Range) -> (ReplayLog, PersistentId, PersistentId) {
     );
     let second = tx(vec![create(b.clone())]);
     x.transact(&second).unwrap();
-    let log = ReplayLog {
-        format: REPLAY_FORMAT.into(),
-        version: 1,
-        entries: vec![
-            ReplayEntry {
-                tick: 1,
-                transaction: first,
-            },
-            ReplayEntry {
-                tick: 2,
-                transaction: second,
-            },
-        ],
-    };
+    let log = log_of([first, second]);
     (log, a.id, b.id)
 }
 
@@ -237,20 +236,7 @@ fn long_values_keep_their_references_through_batches_replays_and_checkpoints() {
     };
     check(&x);
     let digest = x.checkpoint_digest().unwrap();
-    let log = ReplayLog {
-        format: REPLAY_FORMAT.into(),
-        version: 1,
-        entries: vec![
-            ReplayEntry {
-                tick: 1,
-                transaction: first,
-            },
-            ReplayEntry {
-                tick: 2,
-                transaction: second,
-            },
-        ],
-    };
+    let log = log_of([first, second]);
     let log: ReplayLog = serde_json::from_str(&serde_json::to_string(&log).unwrap()).unwrap();
     let mut y = barracks();
     y.spawn((Body { x: -1.0 },)).unwrap();

@@ -37,7 +37,7 @@
 use std::collections::HashMap as StdHashMap;
 use std::hint::black_box;
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, BenchmarkId, Criterion, Throughput};
 use ludus::identity::{InstanceId, PersistentObjectKey};
@@ -370,51 +370,38 @@ criterion_group!(benches, resolve_read, activate_100k);
 /// (which goes first rotates too), each timed once per round, so a phase of the shared host
 /// lands on all alike; prints the medians and the median of ludus's per-round ratio to each.
 fn interleaved_activation(rounds: usize) {
-    use std::time::Duration;
     let inputs = ActivationInputs::new();
     // The inserts alone, into storage allocated and touched before the clock starts.
     let template = inputs.build();
     let keyed = inputs.build_keyed();
     let contenders: [(&str, &dyn Fn() -> Duration); 5] = [
         ("ludus", &|| {
-            let (mut w, batch) = inputs.fresh();
-            let t = Instant::now();
-            w.activate(black_box(&batch)).unwrap();
-            let d = t.elapsed();
-            drop(black_box(w));
-            d
+            timed(
+                || inputs.fresh(),
+                |(w, batch)| w.activate(black_box(&*batch)).unwrap(),
+            )
         }),
         ("hashbrown_foldhash_key", &|| {
-            let t = Instant::now();
-            let m = inputs.build();
-            let d = t.elapsed();
-            drop(black_box(m));
-            d
+            timed(|| (), |()| inputs.build())
         }),
         ("hashbrown_foldhash_key_preallocated", &|| {
-            let mut m = template.clone();
-            m.clear();
-            let t = Instant::now();
-            inputs.insert_all(&mut m);
-            let d = t.elapsed();
-            drop(black_box(m));
-            d
+            let empty = || {
+                let mut m = template.clone();
+                m.clear();
+                m
+            };
+            timed(empty, |m| inputs.insert_all(m))
         }),
         ("hashbrown_table_keyed", &|| {
-            let t = Instant::now();
-            let m = inputs.build_keyed();
-            let d = t.elapsed();
-            drop(black_box(m));
-            d
+            timed(|| (), |()| inputs.build_keyed())
         }),
         ("hashbrown_table_keyed_preallocated", &|| {
-            let mut m = keyed.clone();
-            m.clear();
-            let t = Instant::now();
-            inputs.insert_keyed(&mut m);
-            let d = t.elapsed();
-            drop(black_box(m));
-            d
+            let empty = || {
+                let mut m = keyed.clone();
+                m.clear();
+                m
+            };
+            timed(empty, |m| inputs.insert_keyed(m))
         }),
     ];
     let k = contenders.len();
@@ -443,6 +430,16 @@ fn interleaved_activation(rounds: usize) {
             ratios[rounds - 1]
         );
     }
+}
+
+/// The time `work` takes on what `setup` made; both are dropped after the clock stops.
+fn timed<S, T>(setup: impl FnOnce() -> S, work: impl FnOnce(&mut S) -> T) -> Duration {
+    let mut s = setup();
+    let t = Instant::now();
+    let out = work(&mut s);
+    let d = t.elapsed();
+    drop(black_box((s, out)));
+    d
 }
 
 /// `LUDUS_INTERLEAVE_RESOLVE=<rounds>`: `resolve_read` of `ludus`, `ludus_batch`, the
